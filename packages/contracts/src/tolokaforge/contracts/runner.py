@@ -1,0 +1,68 @@
+"""The ``tolokaforge.runner.v1`` contract: RunnerService messages, client stub and server base.
+
+Generated from ``contracts/proto/tolokaforge/runner/v1/runner.proto``; see shared/spec/runner-protocol.md.
+"""
+
+from __future__ import annotations
+
+from ._gen.proto.tolokaforge.runner.v1 import (
+    CleanupTrialRequest,
+    CleanupTrialResponse,
+    CriterionResult,
+    CustomCheckResult,
+    ExecuteToolRequest,
+    ExecuteToolResponse,
+    ExecutionStatus,
+    GetStateRequest,
+    GetStateResponse,
+    Grade,
+    GradeComponents,
+    GradeTrialRequest,
+    GradeTrialResponse,
+    HealthCheckRequest,
+    HealthCheckResponse,
+    JudgeReport,
+    JudgeStatus,
+    RegisterTrialRequest,
+    RegisterTrialResponse,
+    ResetTrialRequest,
+    ResetTrialResponse,
+    RunnerServiceBase,
+    RunnerServiceStub,
+    ToolMetrics,
+    ToolSchema,
+    TraceChecksSummary,
+    TraceConstraintResult,
+    TracePathResult,
+)
+
+__all__ = [
+    "CleanupTrialRequest",
+    "CleanupTrialResponse",
+    "CriterionResult",
+    "CustomCheckResult",
+    "ExecuteToolRequest",
+    "ExecuteToolResponse",
+    "ExecutionStatus",
+    "GetStateRequest",
+    "GetStateResponse",
+    "Grade",
+    "GradeComponents",
+    "GradeTrialRequest",
+    "GradeTrialResponse",
+    "HealthCheckRequest",
+    "HealthCheckResponse",
+    "JudgeReport",
+    "JudgeStatus",
+    "RegisterTrialRequest",
+    "RegisterTrialResponse",
+    "ResetTrialRequest",
+    "ResetTrialResponse",
+    "RunnerServiceBase",
+    "RunnerServiceStub",
+    "ToolMetrics",
+    "ToolSchema",
+    "TraceChecksSummary",
+    "TraceConstraintResult",
+    "TracePathResult",
+]

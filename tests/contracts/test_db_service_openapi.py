@@ -72,8 +72,7 @@ def test_every_operation_documents_its_error_codes(spec: dict[str, Any]) -> None
         if (
             method == "patch"
             or path.endswith("/init")
-            or (path.endswith("{snapshot_name}")
-            and method == "post")
+            or (path.endswith("{snapshot_name}") and method == "post")
         ):
             assert "409" in codes, (method, path)
         for code, response in operation["responses"].items():

@@ -1,0 +1,1 @@
+"""Tolokaforge Runner: the RunnerService implementation."""

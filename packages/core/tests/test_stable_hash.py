@@ -8,7 +8,13 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tolokaforge.core.stable_hash import canonical_bytes, compose_object, full_hash, stable_hash, strip_unstable
+from tolokaforge.core.stable_hash import (
+    canonical_bytes,
+    compose_object,
+    full_hash,
+    stable_hash,
+    strip_unstable,
+)
 
 VECTOR_1 = (
     '{"accounts":[{"id":"A-1","owner":"Zoë Ångström","balance":10.5,"tags":["x","y"],'
@@ -18,7 +24,10 @@ VECTOR_2 = '{"t":[{"n":1e16,"f":0.1,"i":-0,"b":true,"z":null,"u":"☃"}]}'
 
 
 def test_vector_1_full_state() -> None:
-    assert stable_hash(json.loads(VECTOR_1)) == "ef681125a99d06763f5f5697d5ea548753ae8e93316a01fa91b5d87fbdfc1b9f"
+    assert (
+        stable_hash(json.loads(VECTOR_1))
+        == "ef681125a99d06763f5f5697d5ea548753ae8e93316a01fa91b5d87fbdfc1b9f"
+    )
 
 
 def test_vector_1_with_unstable_field() -> None:
@@ -38,12 +47,17 @@ def test_vector_2_canonical_text_and_hash() -> None:
 
 def test_unstable_fields_leave_keyed_tables_and_other_tables_alone() -> None:
     tables = {"users": {"U-1": {"id": "U-1", "seen": 5}}, "log": [{"seen": 1}]}
-    assert strip_unstable(tables, [("users", "seen")]) == {"users": {"U-1": {"id": "U-1"}}, "log": [{"seen": 1}]}
+    assert strip_unstable(tables, [("users", "seen")]) == {
+        "users": {"U-1": {"id": "U-1"}},
+        "log": [{"seen": 1}],
+    }
 
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
     max_leaves=20,
 )
 

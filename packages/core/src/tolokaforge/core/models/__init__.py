@@ -1,0 +1,60 @@
+"""Typed payload models shared by host and runner: TrialSpec, TaskDescription, GradingConfig."""
+
+from __future__ import annotations
+
+from ._base import SpecModel, describe_validation_error
+from .grading import (
+    COMPONENT_NAMES,
+    JSONPATH_OPERATORS,
+    CombineMethod,
+    CommunicateInfo,
+    ComponentName,
+    CustomChecksConfig,
+    GoldenAction,
+    GradingConfig,
+    JsonPathCheck,
+    RequiredAction,
+    StateChecksConfig,
+    ToolExpectation,
+    TranscriptRulesConfig,
+)
+from .task import (
+    InitializationAction,
+    InitialState,
+    TableSchemaSpec,
+    TaskDescription,
+    ToolCode,
+    ToolDescription,
+    ToolSource,
+    UnstableField,
+    UserSimulatorConfig,
+)
+from .trial import TrialSpec
+
+__all__ = [
+    "COMPONENT_NAMES",
+    "JSONPATH_OPERATORS",
+    "CombineMethod",
+    "CommunicateInfo",
+    "ComponentName",
+    "CustomChecksConfig",
+    "GoldenAction",
+    "GradingConfig",
+    "InitialState",
+    "InitializationAction",
+    "JsonPathCheck",
+    "RequiredAction",
+    "SpecModel",
+    "StateChecksConfig",
+    "TableSchemaSpec",
+    "TaskDescription",
+    "ToolCode",
+    "ToolDescription",
+    "ToolExpectation",
+    "ToolSource",
+    "TranscriptRulesConfig",
+    "TrialSpec",
+    "UnstableField",
+    "UserSimulatorConfig",
+    "describe_validation_error",
+]

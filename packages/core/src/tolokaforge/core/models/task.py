@@ -1,0 +1,141 @@
+"""TaskDescription: what the runner needs to know about one task (runner-protocol.md, spec.task).
+
+The host's pack loader builds it from task.yaml / grading.yaml; the runner validates it on
+RegisterTrial. Grading configuration lives in :mod:`tolokaforge.core.models.grading`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from ._base import SpecModel
+from .grading import GradingConfig
+
+__all__ = [
+    "InitialState",
+    "InitializationAction",
+    "TableSchemaSpec",
+    "TaskDescription",
+    "ToolCode",
+    "ToolDescription",
+    "ToolSource",
+    "UnstableField",
+    "UserSimulatorConfig",
+]
+
+InvocationStyle = Literal["tau_sync"]
+
+
+class ToolSource(SpecModel):
+    """Where the runner finds a tool's code: a class in a module of the task's ToolCode."""
+
+    toolset: str = ""
+    module_path: str = Field(
+        min_length=1, description="Dotted module path relative to the code root, e.g. 'tools.orders'."
+    )
+    class_name: str = Field(min_length=1)
+    invocation_style: InvocationStyle = "tau_sync"
+
+
+class ToolDescription(SpecModel):
+    """One tool as offered to the model, in OpenAI function form plus where its code lives."""
+
+    name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    source: ToolSource
+    category: Literal["read", "write", "compute"] | None = None
+    timeout_s: float | None = Field(default=None, gt=0)
+
+
+class ToolCode(SpecModel):
+    """The task's tool code: a directory the runner can read, or the files themselves (remote runners).
+
+    Exactly one of ``path`` and ``files`` is set. ``files`` maps POSIX relative paths to their text;
+    ``module_path`` of each ToolSource is resolved against this root.
+    """
+
+    path: str | None = None
+    files: dict[str, str] | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ToolCode:
+        if (self.path is None) == (self.files is None):
+            raise ValueError("tool_code needs exactly one of 'path' and 'files'")
+        return self
+
+
+class TableSchemaSpec(SpecModel):
+    table_name: str
+    record_schema: dict[str, Any]
+
+
+class UnstableField(SpecModel):
+    """A field excluded from the stable hash, in every record of its table."""
+
+    table_name: str = Field(min_length=1)
+    field_name: str = Field(min_length=1)
+    reason: Literal["auto_id", "timestamp", "llm_generated", "random"] | None = None
+
+
+class InitializationAction(SpecModel):
+    """A tool call run once before the trial starts (and again on ResetTrial if asked)."""
+
+    env_type: Literal["assistant", "user"] = "assistant"
+    tool_name: str = Field(min_length=1)
+    arguments: dict[str, Any] = {}
+
+
+class InitialState(SpecModel):
+    tables: dict[str, list[dict[str, Any]] | dict[str, dict[str, Any]]] = {}
+    schemas: list[TableSchemaSpec] = []
+    unstable_fields: list[UnstableField] = []
+    initialization_actions: list[InitializationAction] = []
+
+    @property
+    def provisions_database(self) -> bool:
+        """Whether the task declares any state at all (tables, schemas or unstable fields)."""
+        return bool(self.tables or self.schemas or self.unstable_fields)
+
+
+class UserSimulatorConfig(SpecModel):
+    mode: Literal["scripted", "llm"] = "scripted"
+    persona: str = ""
+    backstory: str = ""
+    scripted_flow: list[dict[str, Any]] = []
+
+
+class TaskDescription(SpecModel):
+    """The whole task, as the runner receives it inside a TrialSpec."""
+
+    task_id: str = Field(min_length=1, max_length=160, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    name: str = ""
+    category: str = ""
+    description: str = ""
+    adapter_type: Literal["tau", "native"] = "tau"
+    schema_version: str = "1.0.0"
+    system_prompt: str = ""
+    initial_user_message: str = ""
+    max_turns: int | None = Field(default=None, gt=0)
+    agent_tools: list[ToolDescription] = []
+    user_tools: list[ToolDescription] = []
+    tool_code: ToolCode | None = None
+    initial_state: InitialState = Field(default_factory=InitialState)
+    grading: GradingConfig = Field(default_factory=GradingConfig.not_configured)
+    user_simulator: UserSimulatorConfig | None = None
+    policies: dict[str, Any] = {}
+    golden_response: str | None = None
+
+    @model_validator(mode="after")
+    def _tool_names_unique_per_actor(self) -> TaskDescription:
+        for actor, tools in (("agent_tools", self.agent_tools), ("user_tools", self.user_tools)):
+            seen: set[str] = set()
+            for tool in tools:
+                if tool.name in seen:
+                    raise ValueError(f"{actor}: tool name {tool.name!r} appears twice")
+                seen.add(tool.name)
+        if (self.agent_tools or self.user_tools) and self.tool_code is None:
+            raise ValueError("tools are declared but tool_code (where their code lives) is missing")
+        return self

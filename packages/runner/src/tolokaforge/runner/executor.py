@@ -1,0 +1,226 @@
+"""Run one tool call: validate, budget, execute off the event loop, commit, classify, record.
+
+The call runs on a worker thread against a copy-on-write view of the trial's tables. Its changes are
+committed only when it finishes inside its budget; a call that times out is abandoned (Python cannot
+stop a thread) and whatever it does later lands on a view nobody reads, so the trial's state never
+sees it. Every outcome is one of the ExecutionStatus values with a classified ToolError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, cast
+
+from jsonschema.exceptions import ValidationError
+
+from tolokaforge.contracts.runner import ExecutionStatus
+from tolokaforge.contracts.tool import ToolErrorCategory
+from tolokaforge.core.transcript.recorded import RecordedToolCall
+from tolokaforge.db.errors import DBServiceError
+
+from .errors import ToolFailure
+from .state.cow import CowTables, TableShapeError
+from .tools import Tool
+from .trial import TrialContext
+
+__all__ = ["CallOutcome", "ToolExecutor"]
+
+_RECORDED_STATUS = {
+    ExecutionStatus.SUCCESS: "success",
+    ExecutionStatus.ERROR: "error",
+    ExecutionStatus.TIMEOUT: "timeout",
+    ExecutionStatus.TOOL_NOT_FOUND: "tool_not_found",
+    ExecutionStatus.INVALID_ARGUMENTS: "invalid_arguments",
+}
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What ExecuteTool answers: the output on success, or the classified failure."""
+
+    status: ExecutionStatus
+    output: str
+    failure: ToolFailure | None
+    latency_seconds: float
+    state_mutations: int
+
+
+class ToolExecutor:
+    """Executes calls for every trial of one runner on a shared pool of worker threads."""
+
+    def __init__(self, max_workers: int = 64) -> None:
+        # Sized well above the core count: threads mostly wait (I/O, sleeps, abandoned calls).
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="tolokaforge-tool")
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    async def call(
+        self,
+        trial: TrialContext,
+        *,
+        call_id: str,
+        tool_name: str,
+        arguments_json: str,
+        executor: str,
+        timeout_seconds: float = 0.0,
+        record: bool = True,
+    ) -> CallOutcome:
+        """Run and (unless ``record`` is False, as for initialization actions) record one call."""
+        async with trial.lock:
+            started_at = time.time()
+            started = time.perf_counter()
+            arguments: dict[str, Any] = {}
+            mutations = 0
+            try:
+                tool = self._resolve(trial, tool_name, executor)
+                arguments = self._parse_arguments(tool, arguments_json)
+                budget = self._budget(trial, tool, timeout_seconds)
+                output, changes = await self._run(trial, tool, arguments, budget)
+                await self._commit(trial, changes)
+                mutations = sum(len(change["operations"]) for change in changes)
+                outcome = CallOutcome(
+                    ExecutionStatus.SUCCESS, output, None, time.perf_counter() - started, mutations
+                )
+            except ToolFailure as failure:
+                outcome = CallOutcome(failure.status, "", failure, time.perf_counter() - started, 0)
+            if record:
+                trial.history.append(
+                    RecordedToolCall(
+                        call_id=call_id,
+                        sequence=trial.next_sequence(),
+                        tool_name=tool_name,
+                        # An INVALID_ARGUMENTS call is recorded with empty arguments (runner-protocol.md).
+                        arguments=arguments if outcome.status != ExecutionStatus.INVALID_ARGUMENTS else {},
+                        executor="user" if executor == "user" else "agent",
+                        status=_RECORDED_STATUS[outcome.status],  # pyright: ignore[reportArgumentType]
+                        output=outcome.output,
+                        latency_seconds=outcome.latency_seconds,
+                        timestamp=started_at,
+                        error_message=outcome.failure.message if outcome.failure else "",
+                        error_category=_category_name(outcome.failure),
+                    )
+                )
+            return outcome
+
+    @staticmethod
+    async def _commit(trial: TrialContext, changes: list[dict[str, Any]]) -> None:
+        try:
+            await trial.mirror.commit(changes)
+        except DBServiceError as error:
+            # The tool ran, but its effect could not be persisted: nothing changed, and the cause is
+            # the runner's store, not the tool -- so "unknown", with the store's own error attached.
+            raise ToolFailure(
+                ExecutionStatus.ERROR,
+                ToolErrorCategory.UNKNOWN,
+                f"the call's changes could not be stored: {error.message}",
+                details={"store_error": error.to_body()},
+            ) from error
+
+    @staticmethod
+    def _resolve(trial: TrialContext, tool_name: str, executor: str) -> Tool:
+        registry = trial.registry(executor)
+        tool = registry.get(tool_name) if registry is not None else None
+        if tool is None:
+            other = trial.registry("user" if executor == "agent" else "agent")
+            hint = f"; it is a {other.actor} tool" if other is not None and other.get(tool_name) else ""
+            offered = ", ".join(registry.names()) if registry is not None else ""
+            raise ToolFailure(
+                ExecutionStatus.TOOL_NOT_FOUND,
+                ToolErrorCategory.NOT_FOUND,
+                f"tool {tool_name!r} is not registered for executor {executor!r}{hint} (registered: {offered or 'none'})",
+            )
+        return tool
+
+    @staticmethod
+    def _parse_arguments(tool: Tool, arguments_json: str) -> dict[str, Any]:
+        try:
+            arguments: Any = json.loads(arguments_json) if arguments_json.strip() else {}
+        except json.JSONDecodeError as error:
+            raise ToolFailure(
+                ExecutionStatus.INVALID_ARGUMENTS,
+                ToolErrorCategory.INVALID_ARGUMENTS,
+                f"arguments are not valid JSON: {error}",
+            ) from error
+        if not isinstance(arguments, dict):
+            raise ToolFailure(
+                ExecutionStatus.INVALID_ARGUMENTS,
+                ToolErrorCategory.INVALID_ARGUMENTS,
+                f"arguments must be a JSON object, got {type(arguments).__name__}",
+            )
+        found: list[ValidationError] = list(tool.validator.iter_errors(arguments))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        errors = sorted(found, key=lambda e: [str(part) for part in e.absolute_path])
+        if errors:
+            problems = "; ".join(
+                f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}" for e in errors
+            )
+            raise ToolFailure(
+                ExecutionStatus.INVALID_ARGUMENTS,
+                ToolErrorCategory.INVALID_ARGUMENTS,
+                f"arguments do not match the schema of {tool.description.name!r}: {problems}",
+                details={"errors": [e.message for e in errors]},
+            )
+        return cast(dict[str, Any], arguments)
+
+    @staticmethod
+    def _budget(trial: TrialContext, tool: Tool, requested: float) -> float:
+        if requested > 0:
+            return requested
+        if tool.description.timeout_s:
+            return tool.description.timeout_s
+        return trial.default_timeout_s
+
+    async def _run(
+        self, trial: TrialContext, tool: Tool, arguments: Mapping[str, Any], budget: float
+    ) -> tuple[str, list[dict[str, Any]]]:
+        view = CowTables(trial.mirror.tables)
+
+        def work() -> tuple[str, list[dict[str, Any]]]:
+            output = tool.invoke(view, arguments)
+            return output, view.changes()
+
+        future = asyncio.get_running_loop().run_in_executor(self._pool, work)
+        try:
+            return await asyncio.wait_for(future, timeout=budget)
+        except TimeoutError as error:
+            raise ToolFailure(
+                ExecutionStatus.TIMEOUT,
+                ToolErrorCategory.TIMEOUT,
+                f"tool {tool.description.name!r} exceeded its budget of {budget:g}s; its changes were discarded",
+                retryable=True,
+                details={"budget_seconds": budget},
+            ) from error
+        except TableShapeError as error:
+            raise ToolFailure(
+                ExecutionStatus.ERROR, ToolErrorCategory.EXECUTION_FAILED, str(error)
+            ) from error
+        except Exception as error:
+            raise _classify_tool_exception(tool, error) from error
+
+
+def _classify_tool_exception(tool: Tool, error: Exception) -> ToolFailure:
+    message = f"{type(error).__name__}: {error}"
+    if isinstance(error, FileNotFoundError):
+        category = ToolErrorCategory.NOT_FOUND
+    elif isinstance(error, PermissionError):
+        category = ToolErrorCategory.PERMISSION_DENIED
+    else:
+        # A tool raising is the tool failing on its own terms: ordinary tool-result content.
+        category = ToolErrorCategory.EXECUTION_FAILED
+    return ToolFailure(
+        ExecutionStatus.ERROR,
+        category,
+        message,
+        details={"exception": type(error).__name__, "tool": tool.description.name},
+    )
+
+
+def _category_name(failure: ToolFailure | None) -> str | None:
+    if failure is None:
+        return None
+    return ToolErrorCategory(failure.category).name.lower()

@@ -1,0 +1,158 @@
+"""The runner's registered trials: atomic registration, lookup, cleanup.
+
+Registration either completes or leaves nothing behind -- no registry entry, no state in the store --
+so the same trial_id can always be registered again after a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from tolokaforge.contracts.runner import ExecutionStatus
+from tolokaforge.core.models import TaskDescription, TrialSpec, describe_validation_error
+from tolokaforge.core.protocol import check_engine_protocol_version
+from tolokaforge.db.client import StateClient
+from tolokaforge.db.errors import ConflictError, DBServiceError, NotFoundError
+
+from .code_loader import load_code
+from .errors import DuplicateTrialError, RegistrationError, TrialNotFoundError, VersionSkewError
+from .executor import ToolExecutor
+from .state.mirror import TrialMirror
+from .tools import ToolRegistry, load_python_tool
+from .trial import TrialContext
+
+__all__ = ["TrialRegistry"]
+
+
+class TrialRegistry:
+    def __init__(
+        self, client: StateClient, executor: ToolExecutor, work_dir: Path, default_timeout_s: float
+    ) -> None:
+        self.client = client
+        self.executor = executor
+        self.work_dir = work_dir
+        self.default_timeout_s = default_timeout_s
+        self._trials: dict[str, TrialContext] = {}
+        self._pending: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self._trials)
+
+    def get(self, trial_id: str) -> TrialContext:
+        trial = self._trials.get(trial_id)
+        if trial is None:
+            raise TrialNotFoundError(trial_id)
+        return trial
+
+    async def register(
+        self,
+        trial_id: str,
+        trial_spec_json: str,
+        *,
+        engine_protocol_version: int,
+        default_tool_timeout_s: float,
+    ) -> TrialContext:
+        skew = check_engine_protocol_version(engine_protocol_version)
+        if skew is not None:
+            raise VersionSkewError(skew)
+        if not trial_id:
+            raise RegistrationError("trial_id is empty")
+        spec = _parse_spec(trial_spec_json)
+        if spec.trial_id != trial_id:
+            raise RegistrationError(
+                f"trial_id {trial_id!r} differs from the TrialSpec's trial_id {spec.trial_id!r}"
+            )
+        if trial_id in self._trials or trial_id in self._pending:
+            raise DuplicateTrialError(f"Trial '{trial_id}' is already registered; CleanupTrial it first")
+        self._pending.add(trial_id)
+        mirror: TrialMirror | None = None
+        try:
+            agent_tools, user_tools = await asyncio.to_thread(self._build_registries, spec.task)
+            mirror = await self._create_state(spec)
+            trial = TrialContext(
+                spec=spec,
+                agent_tools=agent_tools,
+                user_tools=user_tools,
+                mirror=mirror,
+                default_timeout_s=default_tool_timeout_s
+                if default_tool_timeout_s > 0
+                else self.default_timeout_s,
+            )
+            await self.run_initialization_actions(trial)
+        except BaseException:
+            if mirror is not None:
+                await self._forget_state(trial_id)
+            self._pending.discard(trial_id)
+            raise
+        self._trials[trial_id] = trial
+        self._pending.discard(trial_id)
+        return trial
+
+    async def cleanup(self, trial_id: str) -> bool:
+        """Forget the trial and delete its state; False when it was not registered (idempotent)."""
+        trial = self._trials.pop(trial_id, None)
+        if trial is None:
+            return False
+        async with trial.lock:  # let a call in flight finish before its state disappears
+            await self._forget_state(trial_id)
+        return True
+
+    async def run_initialization_actions(self, trial: TrialContext) -> None:
+        for index, action in enumerate(trial.spec.task.initial_state.initialization_actions):
+            outcome = await self.executor.call(
+                trial,
+                call_id=f"init-{index}",
+                tool_name=action.tool_name,
+                arguments_json=json.dumps(action.arguments),
+                executor="user" if action.env_type == "user" else "agent",
+                record=False,
+            )
+            if outcome.status != ExecutionStatus.SUCCESS:
+                reason = outcome.failure.message if outcome.failure else outcome.status.name
+                raise RegistrationError(
+                    f"initialization_actions[{index}] ({action.tool_name}) failed: {reason}"
+                )
+
+    def _build_registries(self, task: TaskDescription) -> tuple[ToolRegistry, ToolRegistry]:
+        agent, user = ToolRegistry("agent"), ToolRegistry("user")
+        if not (task.agent_tools or task.user_tools):
+            return agent, user
+        assert task.tool_code is not None  # TaskDescription refuses tools without code
+        bundle = load_code(task.tool_code, self.work_dir)
+        for registry, descriptions in ((agent, task.agent_tools), (user, task.user_tools)):
+            for description in descriptions:
+                registry.add(load_python_tool(description, bundle))
+        return agent, user
+
+    async def _create_state(self, spec: TrialSpec) -> TrialMirror:
+        initial = spec.task.initial_state
+        try:
+            return await TrialMirror.create(
+                spec.trial_id,
+                self.client,
+                initial.tables,
+                schemas=[schema.model_dump() for schema in initial.schemas],
+                unstable_fields=[field.model_dump(exclude_none=True) for field in initial.unstable_fields],
+            )
+        except ConflictError as error:
+            raise RegistrationError(
+                f"the state store already holds trial '{spec.trial_id}' (left by another runner?): {error.message}"
+            ) from error
+        except DBServiceError as error:
+            raise RegistrationError(f"the state store refused the initial state: {error.message}") from error
+
+    async def _forget_state(self, trial_id: str) -> None:
+        with contextlib.suppress(NotFoundError):
+            await self.client.delete_trial(trial_id)
+
+
+def _parse_spec(trial_spec_json: str) -> TrialSpec:
+    try:
+        return TrialSpec.model_validate_json(trial_spec_json)
+    except ValidationError as error:
+        raise RegistrationError(f"invalid TrialSpec: {describe_validation_error(error)}") from error

@@ -1,0 +1,97 @@
+"""Serve the RunnerService: in this process on an ephemeral loopback port, or as a service.
+
+``start_runner`` is the one public way to get a runner: the host's embedded mode and the pytest
+plugin use it, and so does the ``tolokaforge-runner`` command.
+"""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grpclib.server import Server
+
+from tolokaforge.db.client import StateClient
+
+from .executor import ToolExecutor
+from .registry import TrialRegistry
+from .service import RunnerServicer
+
+__all__ = ["RunnerHandle", "RunnerSettings", "start_runner"]
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    """How to run a runner. ``db_url`` None means the in-process memory store (the embedded default)."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    db_url: str | None = None
+    default_tool_timeout_s: float = 30.0
+    max_tool_threads: int = 64
+    work_dir: Path | None = None
+
+
+@dataclass
+class RunnerHandle:
+    """A running runner. ``address`` is ``host:port``; ``close()`` stops it and frees its state."""
+
+    host: str
+    port: int
+    servicer: RunnerServicer
+    _server: Server
+    _client: StateClient
+    _executor: ToolExecutor
+    _tmp: tempfile.TemporaryDirectory[str] | None = field(default=None)
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    async def close(self) -> None:
+        self._server.close()
+        await self._server.wait_closed()
+        self._executor.shutdown()
+        await self._client.aclose()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    async def __aenter__(self) -> RunnerHandle:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def _state_client(settings: RunnerSettings) -> tuple[StateClient, str]:
+    if settings.db_url is None:
+        from tolokaforge.db.local_client import LocalStateClient
+
+        return await LocalStateClient.open(), "memory"
+    from tolokaforge.db.http_client import HttpStateClient
+
+    return HttpStateClient(settings.db_url), "http"
+
+
+async def start_runner(settings: RunnerSettings | None = None) -> RunnerHandle:
+    """Start a runner in the current event loop and return once it accepts connections."""
+    settings = settings or RunnerSettings()
+    client, store_name = await _state_client(settings)
+    tmp = None
+    work_dir = settings.work_dir
+    if work_dir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="tolokaforge-runner-")
+        work_dir = Path(tmp.name)
+    executor = ToolExecutor(max_workers=settings.max_tool_threads)
+    registry = TrialRegistry(client, executor, work_dir, settings.default_tool_timeout_s)
+    servicer = RunnerServicer(registry, executor, store_name=store_name)
+    server = Server([servicer])
+    # Bind first so an ephemeral port is known before serving (grpclib does not report it back).
+    sock = socket.socket(socket.AF_INET6 if ":" in settings.host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((settings.host, settings.port))
+    port: int = sock.getsockname()[1]
+    await server.start(sock=sock)
+    return RunnerHandle(settings.host, port, servicer, server, client, executor, tmp)

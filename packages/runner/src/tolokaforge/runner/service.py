@@ -1,0 +1,188 @@
+"""The RunnerService servicer: decodes requests, delegates, and maps errors to the protocol's answers.
+
+Nothing here decides anything about trials or tools; see registry.py, executor.py and grading/.
+Protocol rules enforced at this edge (runner-protocol.md): an empty call_id or tool name, or an
+unknown executor, is a harness bug and fails the RPC with INVALID_ARGUMENT; an unregistered trial is
+TRIAL_NOT_FOUND (never recorded); every other failure is a recorded status with a ToolError.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import grpclib
+from grpclib.const import Status
+
+from tolokaforge.contracts.runner import (
+    CleanupTrialRequest,
+    CleanupTrialResponse,
+    ExecuteToolRequest,
+    ExecuteToolResponse,
+    ExecutionStatus,
+    GetStateRequest,
+    GetStateResponse,
+    GradeTrialRequest,
+    GradeTrialResponse,
+    HealthCheckRequest,
+    HealthCheckResponse,
+    RegisterTrialRequest,
+    RegisterTrialResponse,
+    ResetTrialRequest,
+    ResetTrialResponse,
+    RunnerServiceBase,
+    ToolMetrics,
+)
+from tolokaforge.contracts.tool import ToolError, ToolErrorCategory
+from tolokaforge.db.errors import DBServiceError
+
+from . import __version__
+from .errors import RegistrationError, TrialNotFoundError
+from .executor import ToolExecutor
+from .grading import grade_trial
+from .registry import TrialRegistry
+
+__all__ = ["RunnerServicer"]
+
+log = logging.getLogger(__name__)
+
+EXECUTORS = ("agent", "user")
+
+
+class RunnerServicer(RunnerServiceBase):
+    def __init__(self, registry: TrialRegistry, executor: ToolExecutor, *, store_name: str) -> None:
+        self.registry = registry
+        self.executor = executor
+        self.store_name = store_name
+
+    async def register_trial(self, message: RegisterTrialRequest) -> RegisterTrialResponse:
+        try:
+            trial = await self.registry.register(
+                message.trial_id,
+                message.trial_spec_json,
+                engine_protocol_version=message.engine_protocol_version,
+                default_tool_timeout_s=message.default_tool_timeout_s,
+            )
+        except RegistrationError as error:
+            return RegisterTrialResponse(success=False, error=str(error))
+        agent, user = trial.agent_tools.schemas(), trial.user_tools.schemas()
+        return RegisterTrialResponse(
+            success=True, tool_schemas=agent + user, num_agent_tools=len(agent), num_user_tools=len(user)
+        )
+
+    async def execute_tool(self, message: ExecuteToolRequest) -> ExecuteToolResponse:
+        if not message.call_id:
+            raise grpclib.GRPCError(
+                Status.INVALID_ARGUMENT,
+                "ExecuteToolRequest.call_id is empty: every call needs the trial's episode-unique tool-call id",
+            )
+        if not message.tool_name:
+            raise grpclib.GRPCError(Status.INVALID_ARGUMENT, "ExecuteToolRequest.tool_name is empty")
+        if message.executor not in EXECUTORS:
+            raise grpclib.GRPCError(
+                Status.INVALID_ARGUMENT,
+                f"ExecuteToolRequest.executor must be one of {', '.join(EXECUTORS)}, got {message.executor!r}",
+            )
+        try:
+            trial = self.registry.get(message.trial_id)
+        except TrialNotFoundError as error:
+            return ExecuteToolResponse(
+                status=ExecutionStatus.TRIAL_NOT_FOUND,
+                error_message=str(error),
+                metrics=ToolMetrics(),
+                tool_error=ToolError(
+                    category=ToolErrorCategory.NOT_FOUND, message=str(error), retryable=False
+                ),
+            )
+        outcome = await self.executor.call(
+            trial,
+            call_id=message.call_id,
+            tool_name=message.tool_name,
+            arguments_json=message.arguments_json,
+            executor=message.executor,
+            timeout_seconds=message.timeout_seconds,
+        )
+        metrics = ToolMetrics(
+            latency_seconds=outcome.latency_seconds, state_mutations=outcome.state_mutations
+        )
+        failure = outcome.failure
+        if failure is None:
+            return ExecuteToolResponse(status=outcome.status, output=outcome.output, metrics=metrics)
+        return ExecuteToolResponse(
+            status=outcome.status,
+            error_message=failure.message,
+            metrics=metrics,
+            tool_error=ToolError(
+                category=failure.category,
+                message=failure.message,
+                retryable=failure.retryable,
+                details_json=json.dumps(failure.details, default=str) if failure.details else "",
+            ),
+        )
+
+    async def grade_trial(self, message: GradeTrialRequest) -> GradeTrialResponse:
+        try:
+            trial = self.registry.get(message.trial_id)
+        except TrialNotFoundError as error:
+            return GradeTrialResponse(success=False, error=str(error))
+        return await grade_trial(trial, message, self.executor)
+
+    async def get_state(self, message: GetStateRequest) -> GetStateResponse:
+        try:
+            trial = self.registry.get(message.trial_id)
+            async with trial.lock:
+                client = trial.mirror.client
+                state = await client.get_state(
+                    trial.trial_id, tables=list(message.tables) or None, stable=not message.include_unstable
+                )
+                hashes = await client.get_hashes(trial.trial_id)
+        except (TrialNotFoundError, DBServiceError) as error:
+            return GetStateResponse(success=False, error=_describe(error))
+        return GetStateResponse(
+            success=True,
+            state_json=json.dumps(state.tables, sort_keys=True, default=str),
+            stable_hash=hashes.stable_hash,
+            full_hash=hashes.full_hash,
+        )
+
+    async def reset_trial(self, message: ResetTrialRequest) -> ResetTrialResponse:
+        try:
+            trial = self.registry.get(message.trial_id)
+            async with trial.lock:
+                hashes = await trial.mirror.client.reset(trial.trial_id)
+                await trial.mirror.reload()
+            if message.execute_init_actions:
+                await self.registry.run_initialization_actions(trial)
+                hashes = await trial.mirror.client.get_hashes(trial.trial_id)
+        except (TrialNotFoundError, DBServiceError, RegistrationError) as error:
+            return ResetTrialResponse(success=False, error=_describe(error))
+        return ResetTrialResponse(success=True, state_hash=hashes.stable_hash)
+
+    async def cleanup_trial(self, message: CleanupTrialRequest) -> CleanupTrialResponse:
+        try:
+            await self.registry.cleanup(message.trial_id)
+        except DBServiceError as error:
+            return CleanupTrialResponse(success=False, error=_describe(error))
+        return CleanupTrialResponse(success=True)
+
+    async def health_check(self, message: HealthCheckRequest) -> HealthCheckResponse:
+        client = self.registry.client
+        try:
+            health = await client.health()
+            connected = health.status == "healthy"
+        except Exception as error:  # any failure to reach the store is "not connected", never a crash
+            log.warning("state store health check failed: %s", error)
+            connected = False
+        return HealthCheckResponse(
+            status="healthy" if connected else "degraded",
+            version=__version__,
+            num_active_trials=len(self.registry),
+            db_service_connected=connected,
+            available_adapters=["tau_sync"],
+        )
+
+
+def _describe(error: Exception) -> str:
+    if isinstance(error, DBServiceError):
+        return f"state store: {error.message}"
+    return str(error)

@@ -1,0 +1,52 @@
+"""Tau-style python tools: a class with static ``get_info()`` and ``invoke(data, **kwargs) -> str``.
+
+The class is found in the task's code bundle (see code_loader.py). What the model is offered is the
+ToolDescription the host sent (its name and parameters), so a pack cannot offer one schema and
+validate against another.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from tolokaforge.core.models import ToolDescription
+
+from ..code_loader import CodeBundle
+from ..errors import ToolLoadError
+from .base import compile_parameters
+
+__all__ = ["PythonTool", "load_python_tool"]
+
+
+@dataclass(frozen=True)
+class PythonTool:
+    description: ToolDescription
+    validator: Draft202012Validator
+    target: Any  # the tool class; its ``invoke`` is a static method
+
+    def invoke(self, data: dict[str, Any], arguments: Mapping[str, Any]) -> str:
+        result = self.target.invoke(data, **arguments)
+        if isinstance(result, str):
+            return result
+        # Tau tools return text; a tool returning JSON-able data is shown as JSON rather than repr().
+        return json.dumps(result, default=str)
+
+
+def load_python_tool(description: ToolDescription, bundle: CodeBundle) -> PythonTool:
+    source = description.source
+    module = bundle.import_module(source.module_path)
+    target = getattr(module, source.class_name, None)
+    if target is None:
+        raise ToolLoadError(
+            f"tool {description.name!r}: {source.module_path} has no class {source.class_name!r}"
+        )
+    if not callable(getattr(target, "invoke", None)):
+        raise ToolLoadError(
+            f"tool {description.name!r}: {source.module_path}.{source.class_name} has no invoke()"
+        )
+    return PythonTool(description=description, validator=compile_parameters(description), target=target)

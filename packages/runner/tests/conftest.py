@@ -1,0 +1,123 @@
+"""Fixtures: a real runner on 127.0.0.1 and a client stub; trial specs built over the fixture packs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from grpclib.client import Channel
+
+from tolokaforge.contracts.runner import RegisterTrialRequest, RunnerServiceStub
+from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
+from tolokaforge.runner import RunnerHandle, RunnerSettings, start_runner
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+# name -> (class in the fixture pack, parameters): the same schemas the classes' get_info() declare.
+TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
+    "who_am_i": ("WhoAmI", _object({}, [])),
+    "get_order": ("GetOrder", _object({"order_id": {"type": "string"}}, ["order_id"])),
+    "set_status": (
+        "SetStatus",
+        _object(
+            {
+                "order_id": {"type": "string"},
+                "status": {"type": "string", "enum": ["open", "paid", "cancelled"]},
+            },
+            ["order_id", "status"],
+        ),
+    ),
+    "add_note": ("AddNote", _object({"text": {"type": "string"}}, ["text"])),
+    "slow_write": ("SlowWrite", _object({"seconds": {"type": "number"}}, ["seconds"])),
+    "explode": ("Explode", _object({}, [])),
+    "check_balance": ("UserCheckBalance", _object({}, [])),
+}
+AGENT_TOOLS = ["who_am_i", "get_order", "set_status", "add_note", "slow_write", "explode"]
+
+
+def tool_description(name: str, *, timeout_s: float | None = None) -> dict[str, Any]:
+    class_name, parameters = TOOLS[name]
+    description: dict[str, Any] = {
+        "name": name,
+        "description": f"fixture tool {name}",
+        "parameters": parameters,
+        "source": {"module_path": "tools", "class_name": class_name},
+    }
+    if timeout_s is not None:
+        description["timeout_s"] = timeout_s
+    return description
+
+
+def initial_tables() -> dict[str, Any]:
+    return {
+        "orders": [
+            {"id": "O-1", "status": "open", "total": 10.5},
+            {"id": "O-2", "status": "open", "total": 3.0},
+        ],
+        "notes": [],
+        "wallet": {"me": {"balance": 42}},
+    }
+
+
+def make_spec(trial_id: str, *, pack: str = "pack_a", **task: Any) -> dict[str, Any]:
+    base_task: dict[str, Any] = {
+        "task_id": trial_id.split(":")[0],
+        "agent_tools": [
+            tool_description(name) for name in (AGENT_TOOLS if pack == "pack_a" else ["who_am_i"])
+        ],
+        "user_tools": [tool_description("check_balance")] if pack == "pack_a" else [],
+        "tool_code": {"path": str(FIXTURES / pack)},
+        "initial_state": {"tables": initial_tables()},
+    }
+    base_task.update(task)
+    return {"trial_id": trial_id, "task": base_task}
+
+
+def register_request(
+    spec: dict[str, Any], *, version: int = ENGINE_PROTOCOL_VERSION, timeout: float = 0.0
+) -> RegisterTrialRequest:
+    return RegisterTrialRequest(
+        trial_id=spec["trial_id"],
+        trial_spec_json=json.dumps(spec),
+        engine_protocol_version=version,
+        default_tool_timeout_s=timeout,
+    )
+
+
+@pytest.fixture
+async def runner() -> AsyncIterator[RunnerHandle]:
+    handle = await start_runner(RunnerSettings())
+    yield handle
+    await handle.close()
+
+
+@pytest.fixture
+async def stub(runner: RunnerHandle) -> AsyncIterator[RunnerServiceStub]:
+    channel = Channel(runner.host, runner.port)
+    yield RunnerServiceStub(channel)
+    channel.close()
+
+
+@pytest.fixture
+def spec_factory() -> Callable[..., dict[str, Any]]:
+    """``spec_factory(trial_id, **task_overrides)`` -> a TrialSpec dict over the fixture pack."""
+    return make_spec
+
+
+@pytest.fixture
+def request_for() -> Callable[..., RegisterTrialRequest]:
+    """``request_for(spec, version=..., timeout=...)`` -> the RegisterTrialRequest carrying it."""
+    return register_request
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES

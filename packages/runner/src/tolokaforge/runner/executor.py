@@ -73,40 +73,62 @@ class ToolExecutor:
     ) -> CallOutcome:
         """Run and (unless ``record`` is False, as for initialization actions) record one call."""
         async with trial.lock:
-            started_at = time.time()
-            started = time.perf_counter()
-            arguments: dict[str, Any] = {}
-            mutations = 0
-            try:
-                tool = self._resolve(trial, tool_name, executor)
-                arguments = self._parse_arguments(tool, arguments_json)
-                budget = self._budget(trial, tool, timeout_seconds)
-                output, changes = await self._run(trial, tool, arguments, budget)
-                await self._commit(trial, changes)
-                mutations = sum(len(change["operations"]) for change in changes)
-                outcome = CallOutcome(
-                    ExecutionStatus.SUCCESS, output, None, time.perf_counter() - started, mutations
+            return await self.call_locked(
+                trial,
+                call_id=call_id,
+                tool_name=tool_name,
+                arguments_json=arguments_json,
+                executor=executor,
+                timeout_seconds=timeout_seconds,
+                record=record,
+            )
+
+    async def call_locked(
+        self,
+        trial: TrialContext,
+        *,
+        call_id: str,
+        tool_name: str,
+        arguments_json: str,
+        executor: str,
+        timeout_seconds: float = 0.0,
+        record: bool = True,
+    ) -> CallOutcome:
+        """:meth:`call` for a caller that already holds ``trial.lock`` (golden replay)."""
+        started_at = time.time()
+        started = time.perf_counter()
+        arguments: dict[str, Any] = {}
+        mutations = 0
+        try:
+            tool = self._resolve(trial, tool_name, executor)
+            arguments = self._parse_arguments(tool, arguments_json)
+            budget = self._budget(trial, tool, timeout_seconds)
+            output, changes = await self._run(trial, tool, arguments, budget)
+            await self._commit(trial, changes)
+            mutations = sum(len(change["operations"]) for change in changes)
+            outcome = CallOutcome(
+                ExecutionStatus.SUCCESS, output, None, time.perf_counter() - started, mutations
+            )
+        except ToolFailure as failure:
+            outcome = CallOutcome(failure.status, "", failure, time.perf_counter() - started, 0)
+        if record:
+            trial.history.append(
+                RecordedToolCall(
+                    call_id=call_id,
+                    sequence=trial.next_sequence(),
+                    tool_name=tool_name,
+                    # An INVALID_ARGUMENTS call is recorded with empty arguments (runner-protocol.md).
+                    arguments=arguments if outcome.status != ExecutionStatus.INVALID_ARGUMENTS else {},
+                    executor="user" if executor == "user" else "agent",
+                    status=_RECORDED_STATUS[outcome.status],  # pyright: ignore[reportArgumentType]
+                    output=outcome.output,
+                    latency_seconds=outcome.latency_seconds,
+                    timestamp=started_at,
+                    error_message=outcome.failure.message if outcome.failure else "",
+                    error_category=_category_name(outcome.failure),
                 )
-            except ToolFailure as failure:
-                outcome = CallOutcome(failure.status, "", failure, time.perf_counter() - started, 0)
-            if record:
-                trial.history.append(
-                    RecordedToolCall(
-                        call_id=call_id,
-                        sequence=trial.next_sequence(),
-                        tool_name=tool_name,
-                        # An INVALID_ARGUMENTS call is recorded with empty arguments (runner-protocol.md).
-                        arguments=arguments if outcome.status != ExecutionStatus.INVALID_ARGUMENTS else {},
-                        executor="user" if executor == "user" else "agent",
-                        status=_RECORDED_STATUS[outcome.status],  # pyright: ignore[reportArgumentType]
-                        output=outcome.output,
-                        latency_seconds=outcome.latency_seconds,
-                        timestamp=started_at,
-                        error_message=outcome.failure.message if outcome.failure else "",
-                        error_category=_category_name(outcome.failure),
-                    )
-                )
-            return outcome
+            )
+        return outcome
 
     @staticmethod
     async def _commit(trial: TrialContext, changes: list[dict[str, Any]]) -> None:

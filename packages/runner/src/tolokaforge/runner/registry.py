@@ -26,7 +26,10 @@ from .state.mirror import TrialMirror
 from .tools import ToolRegistry, load_python_tool
 from .trial import TrialContext
 
-__all__ = ["TrialRegistry"]
+__all__ = ["INITIALIZED_SNAPSHOT", "TrialRegistry"]
+
+INITIALIZED_SNAPSHOT = "tolokaforge.initialized"
+"""The store snapshot of a trial's state right after its initialization actions ran."""
 
 
 class TrialRegistry:
@@ -72,7 +75,7 @@ class TrialRegistry:
         self._pending.add(trial_id)
         mirror: TrialMirror | None = None
         try:
-            agent_tools, user_tools = await asyncio.to_thread(self._build_registries, spec.task)
+            agent_tools, user_tools, code_root = await asyncio.to_thread(self._build_registries, spec.task)
             mirror = await self._create_state(spec)
             trial = TrialContext(
                 spec=spec,
@@ -82,8 +85,13 @@ class TrialRegistry:
                 default_timeout_s=default_tool_timeout_s
                 if default_tool_timeout_s > 0
                 else self.default_timeout_s,
+                code_root=code_root,
             )
-            await self.run_initialization_actions(trial)
+            if spec.task.initial_state.initialization_actions:
+                await self.run_initialization_actions(trial)
+                # Golden replay starts from the initialised state, not from the raw tables.
+                await self.client.create_snapshot(trial_id, INITIALIZED_SNAPSHOT)
+                trial.has_initialized_snapshot = True
         except BaseException:
             if mirror is not None:
                 await self._forget_state(trial_id)
@@ -118,16 +126,15 @@ class TrialRegistry:
                     f"initialization_actions[{index}] ({action.tool_name}) failed: {reason}"
                 )
 
-    def _build_registries(self, task: TaskDescription) -> tuple[ToolRegistry, ToolRegistry]:
+    def _build_registries(self, task: TaskDescription) -> tuple[ToolRegistry, ToolRegistry, Path | None]:
         agent, user = ToolRegistry("agent"), ToolRegistry("user")
-        if not (task.agent_tools or task.user_tools):
-            return agent, user
-        assert task.tool_code is not None  # TaskDescription refuses tools without code
+        if task.tool_code is None:
+            return agent, user, None
         bundle = load_code(task.tool_code, self.work_dir)
         for registry, descriptions in ((agent, task.agent_tools), (user, task.user_tools)):
             for description in descriptions:
                 registry.add(load_python_tool(description, bundle))
-        return agent, user
+        return agent, user, bundle.root
 
     async def _create_state(self, spec: TrialSpec) -> TrialMirror:
         initial = spec.task.initial_state

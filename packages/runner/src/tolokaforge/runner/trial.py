@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tolokaforge.core.models import TrialSpec
 from tolokaforge.core.transcript.recorded import RecordedToolCall
@@ -24,6 +25,9 @@ class TrialContext:
     mirror: TrialMirror
     default_timeout_s: float
     history: list[RecordedToolCall] = field(default_factory=lambda: [])
+    has_initialized_snapshot: bool = False
+    code_root: Path | None = None
+    """Where the task's code bundle lives on this runner (custom checks are found there)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property

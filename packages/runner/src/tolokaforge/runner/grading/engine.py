@@ -1,19 +1,240 @@
-"""GradeTrial entry point."""
+"""GradeTrial: join the trial's two views, check the pack can be graded, run the components, fold.
+
+The order is the protocol's: decode and join the timeline (an unreadable or contradictory payload
+fails before anything else), refuse what cannot be graded as authored, resolve golden-action names
+(before any write), then the components, the accounted-keys ledger and the fold. A failure anywhere
+answers success=false with the error-table message; a grade is never approximated.
+"""
 
 from __future__ import annotations
 
-from tolokaforge.contracts.runner import GradeTrialRequest, GradeTrialResponse
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import grpclib
+from grpclib.const import Status
+
+from tolokaforge.contracts.runner import Grade, GradeComponents, GradeTrialRequest, GradeTrialResponse
+from tolokaforge.core.errors import UnknownTerminationReasonError
+from tolokaforge.core.models import COMPONENT_NAMES, GradingConfig
+from tolokaforge.core.termination import TerminationReason, parse_termination_reason
+from tolokaforge.core.transcript.messages import Message
+from tolokaforge.core.transcript.timeline import build_trial_timeline
+from tolokaforge.core.transcript.wire import (
+    decode_transcript_wire,
+    encode_transcript_wire,
+    split_leading_system_message,
+)
 
 from ..executor import ToolExecutor
 from ..trial import TrialContext
+from .component import ComponentResult, KeyLedger
+from .custom_checks import run_custom_checks
+from .errors import GradingFailure, HashGradingFailed, NotGradeable, UnresolvableGoldenAction
+from .fold import fold
+from .golden import resolve_golden_action_names
+from .hash_replay import grade_hash
+from .jsonpath_checks import evaluate_jsonpaths
+from .ledger import check_ledger, populated_scored_keys
+from .preflight import check_gradeable_as_authored
+from .transcript_rules import evaluate_transcript_rules
 
 __all__ = ["grade_trial"]
+
+log = logging.getLogger(__name__)
+
+NOT_EVALUATED = -1.0
+_HASH_WEIGHT_NOT_CONSULTED = (
+    "state_checks.hash.weight was not consulted: only one state source produced a score"
+)
 
 
 async def grade_trial(
     trial: TrialContext, request: GradeTrialRequest, executor: ToolExecutor
 ) -> GradeTrialResponse:
-    # Until the grading engine lands, answer honestly: no grade rather than an invented one.
-    return GradeTrialResponse(
-        success=False, error=f"Trial '{trial.trial_id}' is not gradeable: grading is not implemented"
+    try:
+        termination = parse_termination_reason(request.termination_reason)
+    except UnknownTerminationReasonError as error:
+        # An unknown reason fails the RPC: parsing it to "none" would mislabel the trial's health.
+        raise grpclib.GRPCError(Status.INVALID_ARGUMENT, str(error)) from error
+    try:
+        grade = await _grade(trial, request, executor, termination)
+    except GradingFailure as failure:
+        return GradeTrialResponse(success=False, error=str(failure))
+    except Exception as error:  # anything else escaping the grading path is still an answer, not a crash
+        log.exception("grading trial %s failed", trial.trial_id)
+        return GradeTrialResponse(success=False, error=f"Grading error: {type(error).__name__}: {error}")
+    return GradeTrialResponse(success=True, grade=grade)
+
+
+async def _grade(
+    trial: TrialContext,
+    request: GradeTrialRequest,
+    executor: ToolExecutor,
+    termination: TerminationReason | None,
+) -> Grade:
+    trial_id = trial.trial_id
+    config = trial.spec.task.grading
+    messages = _decode(trial_id, request.llm_messages_json)
+    try:
+        timeline = build_trial_timeline(messages, trial.history, termination)
+    except ValueError as error:
+        raise NotGradeable(trial_id, error) from error
+    requested = _requested_components(trial_id, request)
+    check_gradeable_as_authored(trial_id, trial.spec.task)
+    ledger = KeyLedger()
+    state_checks = config.state_checks
+    resolved: list[str] = []
+    if state_checks is not None and state_checks.hash_enabled and "state_checks" in requested:
+        try:
+            resolved = resolve_golden_action_names(state_checks.golden_actions, trial.agent_tools.names())
+        except UnresolvableGoldenAction as error:
+            raise HashGradingFailed(f"UnresolvableGoldenAction: {error}") from error
+
+    results: list[ComponentResult] = []
+    state_diff: dict[str, Any] | None = None
+    if "state_checks" in requested:
+        state_result = await _state_checks(trial, executor, config, resolved, ledger)
+        if state_result is not None:
+            results.append(state_result)
+            state_diff = state_result.extra.get("state_diff")
+    else:
+        _skip_unrequested(ledger, config, "state_checks")
+    if config.transcript_rules is not None:
+        if "transcript_rules" in requested:
+            results.append(evaluate_transcript_rules(config.transcript_rules, timeline, ledger))
+        else:
+            _skip_unrequested(ledger, config, "transcript_rules")
+    custom_rows: list[Any] = []
+    if config.custom_checks is not None:
+        if not config.custom_checks.enabled:
+            ledger.skip("skipped: custom checks not enabled", "custom_checks")
+        elif "custom_checks" not in requested:
+            _skip_unrequested(ledger, config, "custom_checks")
+        else:
+            ledger.evaluate("custom_checks")
+            custom = await run_custom_checks(
+                config.custom_checks, _code_root(trial), trial.mirror.tables, _transcript_dicts(messages)
+            )
+            custom_rows = custom.extra.get("rows", [])
+            results.append(custom)
+    if config.llm_judge and not messages:
+        ledger.skip("skipped: no transcript messages", "llm_judge")
+    check_ledger(config, ledger)
+
+    scores = {r.name: r.score for r in results if r.score is not None}
+    try:
+        folded = fold(
+            config.combine_method,
+            {str(name): share for name, share in config.weights.items()},
+            config.pass_threshold,
+            scores,
+            configured=_configured_components(config),
+        )
+    except ValueError as error:
+        raise NotGradeable(trial_id, error) from error
+    reasons = [r.segment for r in results if r.segment]
+    reasons += [note for r in results for note in r.notes] + ledger.skip_notes()
+    if folded.sentence:
+        reasons.append(folded.sentence)
+    return Grade(
+        binary_pass=folded.passed,
+        score=folded.score,
+        components=GradeComponents(
+            state_checks=scores.get("state_checks", NOT_EVALUATED),
+            transcript_rules=scores.get("transcript_rules", NOT_EVALUATED),
+            llm_judge=NOT_EVALUATED,
+            custom_checks=scores.get("custom_checks", NOT_EVALUATED),
+            trace_checks=None,
+        ),
+        reasons=" | ".join(reasons),
+        state_diff_json=json.dumps(state_diff, default=str) if state_diff else "",
+        custom_checks=custom_rows,
     )
+
+
+async def _state_checks(
+    trial: TrialContext, executor: ToolExecutor, config: GradingConfig, resolved: list[str], ledger: KeyLedger
+) -> ComponentResult | None:
+    """The state_checks component: the hash verdict, the JSONPath score, or their declared blend."""
+    state_checks = config.state_checks
+    if state_checks is None:
+        return None
+    parts: list[ComponentResult] = []
+    if state_checks.hash_enabled:
+        ledger.evaluate("state_checks.hash.enabled", "state_checks.hash.golden_actions")
+        try:
+            parts.append(await grade_hash(trial, executor, state_checks.golden_actions, resolved))
+        except GradingFailure:
+            raise
+        except Exception as error:
+            raise HashGradingFailed(f"{type(error).__name__}: {error}") from error
+    elif state_checks.golden_actions:
+        ledger.skip("skipped: hash grading not enabled", "state_checks.hash.golden_actions")
+    if state_checks.jsonpaths:
+        ledger.evaluate("state_checks.jsonpaths")
+        async with trial.lock:
+            parts.append(evaluate_jsonpaths(state_checks.jsonpaths, trial.mirror.tables))
+    if not parts:
+        return None
+    notes: list[str] = []
+    if len(parts) == 2:
+        weight = state_checks.hash_weight
+        if weight is None:
+            raise NotGradeable(
+                trial.trial_id,
+                ValueError(
+                    "state_checks.hash.weight is required when a hash verdict and a JSONPath score are both "
+                    "real: nothing says how to fold them"
+                ),
+            )
+        assert parts[0].score is not None and parts[1].score is not None
+        score = weight * parts[0].score + (1 - weight) * parts[1].score
+    else:
+        score = parts[0].score
+        if state_checks.hash_weight is not None:
+            notes.append(_HASH_WEIGHT_NOT_CONSULTED)
+    segment = " | ".join(p.segment for p in parts)
+    extra = {k: v for p in parts for k, v in p.extra.items()}
+    return ComponentResult("state_checks", score, segment, notes=notes, extra=extra)
+
+
+def _decode(trial_id: str, payload: str) -> list[Message] | None:
+    """The transcript without its leading system message (the policy); None when none was sent."""
+    if not payload:
+        return None
+    try:
+        _, transcript = split_leading_system_message(decode_transcript_wire(payload))
+    except ValueError as error:
+        raise NotGradeable(trial_id, error) from error
+    return transcript
+
+
+def _transcript_dicts(messages: list[Message] | None) -> list[dict[str, Any]]:
+    return json.loads(encode_transcript_wire(messages)) if messages else []
+
+
+def _requested_components(trial_id: str, request: GradeTrialRequest) -> set[str]:
+    if not request.grading_components:
+        return set(COMPONENT_NAMES)
+    unknown = sorted(set(request.grading_components) - set(COMPONENT_NAMES))
+    if unknown:
+        raise NotGradeable(
+            trial_id, ValueError(f"grading_components names {unknown}; known: {', '.join(COMPONENT_NAMES)}")
+        )
+    return set(request.grading_components)
+
+
+def _skip_unrequested(ledger: KeyLedger, config: GradingConfig, component: str) -> None:
+    keys = [key for key in populated_scored_keys(config) if key.split(".")[0] == component]
+    ledger.skip("skipped: not requested by grading_components", *keys)
+
+
+def _configured_components(config: GradingConfig) -> list[str]:
+    return sorted({key.split(".")[0] for key in populated_scored_keys(config)})
+
+
+def _code_root(trial: TrialContext) -> Path | None:
+    return trial.code_root

@@ -1,0 +1,47 @@
+"""What every grading component evaluator returns, and the ledger of keys they account for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ComponentResult", "KeyLedger"]
+
+
+@dataclass
+class ComponentResult:
+    """One component's verdict. ``score`` None means "not scored" (excluded from the fold)."""
+
+    name: str
+    score: float | None
+    segment: str = ""
+    """This component's part of Grade.reasons ("" when it has nothing to say)."""
+    notes: list[str] = field(default_factory=lambda: [])
+    """Extra lines for Grade.reasons: recorded skips and unconsulted settings."""
+    extra: dict[str, Any] = field(default_factory=lambda: {})
+    """Component-specific payload for the Grade (state diff, custom check rows)."""
+
+
+class KeyLedger:
+    """Which author-facing grading keys an evaluator ran for or deliberately skipped (with why)."""
+
+    def __init__(self) -> None:
+        self.evaluated: set[str] = set()
+        self.skipped: dict[str, str] = {}
+
+    def evaluate(self, *keys: str) -> None:
+        self.evaluated.update(keys)
+
+    def skip(self, reason: str, *keys: str) -> None:
+        for key in keys:
+            self.skipped[key] = reason
+
+    def accounts_for(self, key: str) -> bool:
+        return key in self.evaluated or key in self.skipped
+
+    def skip_notes(self) -> list[str]:
+        """One line per distinct skip reason, naming its keys."""
+        by_reason: dict[str, list[str]] = {}
+        for key, reason in self.skipped.items():
+            by_reason.setdefault(reason, []).append(key)
+        return [f"{reason} ({', '.join(sorted(keys))})" for reason, keys in by_reason.items()]

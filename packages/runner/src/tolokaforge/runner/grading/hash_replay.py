@@ -1,0 +1,73 @@
+"""Hash grading: replay the golden path on fresh state and compare stable hashes.
+
+snapshot -> reset to the initial state -> replay golden actions through the trial's own tools ->
+stable hash -> restore -> compare with the trial's stable hash. The snapshot is deleted afterwards,
+so grading the same trial twice finds the store as it left it the first time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from tolokaforge.contracts.runner import ExecutionStatus
+from tolokaforge.core.models import GoldenAction
+from tolokaforge.db.errors import NotFoundError
+
+from ..executor import ToolExecutor
+from ..registry import INITIALIZED_SNAPSHOT
+from ..trial import TrialContext
+from .component import ComponentResult
+from .diff import compute_state_diff, summarise_diff
+from .errors import HashGradingFailed
+
+__all__ = ["PRE_GOLDEN_SNAPSHOT", "grade_hash"]
+
+PRE_GOLDEN_SNAPSHOT = "tolokaforge.pre_golden"
+
+
+async def grade_hash(
+    trial: TrialContext, executor: ToolExecutor, actions: Sequence[GoldenAction], resolved: Sequence[str]
+) -> ComponentResult:
+    """The hash verdict (1.0 match / 0.0 mismatch) with the state diff on a mismatch."""
+    client = trial.mirror.client
+    trial_id = trial.trial_id
+    async with trial.lock:
+        trial_hash = (await client.get_hashes(trial_id)).stable_hash
+        # A snapshot left by a grading that died half-way would make create() answer 409.
+        with contextlib.suppress(NotFoundError):
+            await client.delete_snapshot(trial_id, PRE_GOLDEN_SNAPSHOT)
+        await client.create_snapshot(trial_id, PRE_GOLDEN_SNAPSHOT)
+        golden_state: dict[str, Any] | None = None
+        try:
+            if trial.has_initialized_snapshot:
+                await client.restore_snapshot(trial_id, INITIALIZED_SNAPSHOT)
+            else:
+                await client.reset(trial_id)
+            await trial.mirror.reload()
+            for index, (name, action) in enumerate(zip(resolved, actions, strict=True)):
+                outcome = await executor.call_locked(
+                    trial,
+                    call_id=f"golden-{index}",
+                    tool_name=name,
+                    arguments_json=json.dumps(action.arguments),
+                    executor="agent",
+                    record=False,
+                )
+                if outcome.status != ExecutionStatus.SUCCESS:
+                    why = outcome.failure.message if outcome.failure else outcome.status.name
+                    raise HashGradingFailed(f"golden action [{index}] {name} failed to replay: {why}")
+            golden_hash = (await client.get_hashes(trial_id)).stable_hash
+            if golden_hash != trial_hash:
+                golden_state = (await client.get_state(trial_id, stable=True)).tables
+        finally:
+            await client.restore_snapshot(trial_id, PRE_GOLDEN_SNAPSHOT)
+            await client.delete_snapshot(trial_id, PRE_GOLDEN_SNAPSHOT)
+            await trial.mirror.reload()
+        if golden_state is None:
+            return ComponentResult("hash", 1.0, "State: hash match")
+        trial_state = (await client.get_state(trial_id, stable=True)).tables
+    diff = compute_state_diff(golden_state, trial_state)
+    return ComponentResult("hash", 0.0, f"State: {summarise_diff(diff)}", extra={"state_diff": diff})

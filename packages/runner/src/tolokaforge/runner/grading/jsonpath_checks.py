@@ -126,9 +126,9 @@ def _is_number(value: Any) -> bool:
 
 def json_equal(left: Any, right: Any) -> bool:
     """Equality as JSON means it: ``true`` is not ``1``, ``1`` equals ``1.0``, containers compare deeply."""
+    same_type: bool = type(left) is type(right)  # pyright: ignore[reportUnknownArgumentType]
     if isinstance(left, bool) or isinstance(right, bool):
-        same_type: bool = type(left) is type(right)  # pyright: ignore[reportUnknownArgumentType]
-    return same_type and bool(left == right)
+        return same_type and left == right
     if _is_number(left) and _is_number(right):
         return bool(left == right)
     if isinstance(left, list) and isinstance(right, list):
@@ -139,5 +139,4 @@ def json_equal(left: Any, right: Any) -> bool:
         c = cast(dict[Any, Any], left)
         d = cast(dict[Any, Any], right)
         return c.keys() == d.keys() and all(json_equal(c[k], d[k]) for k in c)
-    same_type: bool = type(left) is type(right)  # pyright: ignore[reportUnknownArgumentType]
     return same_type and bool(left == right)

@@ -1,0 +1,1 @@
+"""Tolokaforge host: pack loader, agents, user simulator, trial loop, results and the `tolokaforge` CLI."""

@@ -121,3 +121,63 @@ def request_for() -> Callable[..., RegisterTrialRequest]:
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+class Episode:
+    """Drives one registered trial like a host would: tool calls through the runner, then GradeTrial."""
+
+    def __init__(self, stub: RunnerServiceStub, trial_id: str) -> None:
+        self.stub = stub
+        self.trial_id = trial_id
+        self.messages: list[dict[str, Any]] = [
+            {"role": "system", "content": "You are a careful shop assistant."},
+            {"role": "user", "content": "Please help me with my order."},
+        ]
+
+    async def call(
+        self, tool: str, arguments: dict[str, Any], call_id: str, *, executor: str = "agent"
+    ) -> Any:
+        from tolokaforge.contracts.runner import ExecuteToolRequest
+
+        role = "assistant" if executor == "agent" else "user"
+        self.messages.append(
+            {
+                "role": role,
+                "content": "",
+                "tool_calls": [
+                    {"id": call_id, "function": {"name": tool, "arguments": json.dumps(arguments)}}
+                ],
+            }
+        )
+        response = await self.stub.execute_tool(
+            ExecuteToolRequest(
+                trial_id=self.trial_id,
+                tool_name=tool,
+                arguments_json=json.dumps(arguments),
+                executor=executor,
+                call_id=call_id,
+            )
+        )
+        self.messages.append(
+            {"role": "tool", "content": response.output or response.error_message, "tool_call_id": call_id}
+        )
+        return response
+
+    def say(self, text: str, role: str = "assistant") -> None:
+        self.messages.append({"role": role, "content": text})
+
+    async def grade(self, termination_reason: str = "agent_done", *, transcript: bool = True) -> Any:
+        from tolokaforge.contracts.runner import GradeTrialRequest
+
+        return await self.stub.grade_trial(
+            GradeTrialRequest(
+                trial_id=self.trial_id,
+                llm_messages_json=json.dumps(self.messages) if transcript else "",
+                termination_reason=termination_reason,
+            )
+        )
+
+
+@pytest.fixture
+def episode(stub: RunnerServiceStub) -> Callable[[str], Episode]:
+    return lambda trial_id: Episode(stub, trial_id)

@@ -21,7 +21,7 @@ from tolokaforge.core.errors import UnknownTerminationReasonError
 from tolokaforge.core.models import COMPONENT_NAMES, GradingConfig
 from tolokaforge.core.termination import TerminationReason, parse_termination_reason
 from tolokaforge.core.transcript.messages import Message
-from tolokaforge.core.transcript.timeline import build_trial_timeline
+from tolokaforge.core.transcript.timeline import NO_EVENTS_SKIP_REASON, build_trial_timeline
 from tolokaforge.core.transcript.wire import (
     decode_transcript_wire,
     encode_transcript_wire,
@@ -46,6 +46,8 @@ __all__ = ["grade_trial"]
 log = logging.getLogger(__name__)
 
 NOT_EVALUATED = -1.0
+_NO_TRANSCRIPT_SKIP = "skipped: no transcript messages"
+_EVIDENCE_SKIPS = frozenset({NO_EVENTS_SKIP_REASON, _NO_TRANSCRIPT_SKIP})
 _HASH_WEIGHT_NOT_CONSULTED = (
     "state_checks.hash.weight was not consulted: only one state source produced a score"
 )
@@ -121,7 +123,7 @@ async def _grade(
             custom_rows = custom.extra.get("rows", [])
             results.append(custom)
     if config.llm_judge and not messages:
-        ledger.skip("skipped: no transcript messages", "llm_judge")
+        ledger.skip(_NO_TRANSCRIPT_SKIP, "llm_judge")
     check_ledger(config, ledger)
 
     scores = {r.name: r.score for r in results if r.score is not None}
@@ -131,7 +133,7 @@ async def _grade(
             {str(name): share for name, share in config.weights.items()},
             config.pass_threshold,
             scores,
-            configured=_configured_components(config),
+            configured=_configured_components(ledger),
         )
     except ValueError as error:
         raise NotGradeable(trial_id, error) from error
@@ -232,8 +234,15 @@ def _skip_unrequested(ledger: KeyLedger, config: GradingConfig, component: str) 
     ledger.skip("skipped: not requested by grading_components", *keys)
 
 
-def _configured_components(config: GradingConfig) -> list[str]:
-    return sorted({key.split(".")[0] for key in populated_scored_keys(config)})
+def _configured_components(ledger: KeyLedger) -> list[str]:
+    """Components the pack asked a score of: evaluated, or skipped for want of evidence.
+
+    A deliberately disabled key (custom checks not enabled, hash not enabled, not requested) asks
+    for nothing, so a grade made only of those is the non-scoring shape, not a failure.
+    """
+    asked = {key.split(".")[0] for key in ledger.evaluated}
+    asked |= {key.split(".")[0] for key, reason in ledger.skipped.items() if reason in _EVIDENCE_SKIPS}
+    return sorted(asked)
 
 
 def _code_root(trial: TrialContext) -> Path | None:

@@ -1,0 +1,105 @@
+"""Custom checks in a separate process: verdicts, errors, timeouts, fail_on_error, the skip."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tolokaforge.contracts.runner import RegisterTrialRequest, RunnerServiceStub
+
+SpecFactory = Callable[..., dict[str, Any]]
+RequestFor = Callable[..., RegisterTrialRequest]
+
+
+def _grading(
+    file: str, *, fail_on_error: bool = False, enabled: bool = True, timeout: float = 10.0
+) -> dict[str, Any]:
+    return {
+        "combine_method": "weighted",
+        "weights": {"custom_checks": 1.0},
+        "pass_threshold": 0.5,
+        "custom_checks": {
+            "enabled": enabled,
+            "file": file,
+            "timeout_seconds": timeout,
+            "fail_on_error": fail_on_error,
+        },
+    }
+
+
+@pytest.fixture
+def graded(
+    stub: RunnerServiceStub, spec_factory: SpecFactory, request_for: RequestFor, episode: Any
+) -> Callable[..., Any]:
+    async def _graded(grading: dict[str, Any], *, pay: bool = True) -> Any:
+        response = await stub.register_trial(request_for(spec_factory("t:0", grading=grading)))
+        assert response.success, response.error
+        ep = episode("t:0")
+        if pay:
+            await ep.call("set_status", {"order_id": "O-1", "status": "paid"}, "c1")
+        ep.say("All done. Bye!")
+        return await ep.grade()
+
+    return _graded
+
+
+async def test_verdicts_become_rows_and_the_mean_score(graded: Any) -> None:
+    response = await graded(_grading("checks/good.py"))
+    assert response.success, response.error
+    grade = response.grade
+    rows = {row.check_name: (row.status, row.score, row.message) for row in grade.custom_checks}
+    assert rows == {
+        "first_order_paid": ("passed", 1.0, "O-1 paid"),
+        "second_order_paid": ("failed", 0.0, "O-2 not paid"),
+        "said_goodbye": ("passed", 1.0, "said bye"),
+    }
+    assert grade.components.custom_checks == pytest.approx(2 / 3)
+    assert grade.reasons.startswith("Custom checks: score=0.67 (2 passed, 1 failed, 0 skipped, 0 errored)")
+    assert "second_order_paid failed: O-2 not paid" in grade.reasons
+
+
+async def test_an_erroring_check_is_a_row_and_excluded_from_the_mean(graded: Any) -> None:
+    response = await graded(_grading("checks/broken.py"))
+    grade = response.grade
+    rows = {row.check_name: row.status for row in grade.custom_checks}
+    assert rows == {"raises": "error", "fine": "passed"}
+    assert grade.components.custom_checks == 1.0
+    assert "raises error: RuntimeError: checker bug" in grade.reasons
+
+
+async def test_fail_on_error_turns_an_erroring_check_into_zero(graded: Any) -> None:
+    response = await graded(_grading("checks/broken.py", fail_on_error=True))
+    assert response.grade.components.custom_checks == 0.0
+    assert not response.grade.binary_pass
+
+
+async def test_suite_that_cannot_load_is_unscored_but_explained(graded: Any) -> None:
+    response = await graded(_grading("checks/bad_import.py"))
+    assert response.success, response.error
+    grade = response.grade
+    assert grade.components.custom_checks == -1.0
+    assert "Custom checks: the suite failed to run — ModuleNotFoundError" in grade.reasons
+    assert not grade.binary_pass  # configured, nothing scored: the fold fails it and says why
+    assert "nothing was scored" in grade.reasons
+
+
+async def test_suite_that_hangs_times_out(graded: Any) -> None:
+    response = await graded(_grading("checks/hangs.py", timeout=0.5, fail_on_error=True))
+    assert response.grade.components.custom_checks == 0.0
+    assert "the suite failed to run — timed out after 0.5s" in response.grade.reasons
+
+
+async def test_missing_or_escaping_file(graded: Any) -> None:
+    response = await graded(_grading("../../../etc/passwd"))
+    assert "is not a file inside the task's code" in response.grade.reasons
+
+
+async def test_not_enabled_is_a_recorded_skip(graded: Any) -> None:
+    response = await graded(_grading("checks/good.py", enabled=False) | {"weights": {}})
+    assert response.success, response.error
+    assert "skipped: custom checks not enabled (custom_checks)" in response.grade.reasons
+    assert response.grade.components.custom_checks == -1.0
+    # Disabled is not configured: nothing asked for a score, so nothing was owed.
+    assert (response.grade.binary_pass, response.grade.score) == (True, 1.0)

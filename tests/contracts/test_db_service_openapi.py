@@ -13,6 +13,7 @@ import pytest
 import yaml
 from openapi_spec_validator import validate
 from pydantic import ValidationError
+
 from tolokaforge.contracts import db_api
 
 SPEC_ENDPOINTS = {

@@ -7,6 +7,7 @@ import inspect
 from types import ModuleType
 
 import pytest
+
 from tolokaforge.contracts import db_api, runner, tool
 
 

@@ -9,6 +9,7 @@ import grpclib
 import pytest
 from grpclib.client import Channel
 from grpclib.server import Server
+
 from tolokaforge.contracts import runner, tool
 
 
@@ -46,7 +47,7 @@ class CountingProvider(tool.ToolProviderServiceBase):
 
 async def _serve(*handlers: runner.RunnerServiceBase | tool.ToolProviderServiceBase) -> tuple[Server, int]:
     """Serve on an ephemeral 127.0.0.1 port, bound before the server starts so the port is known."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     port: int = sock.getsockname()[1]
     server = Server(list(handlers))

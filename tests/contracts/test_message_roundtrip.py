@@ -15,6 +15,7 @@ import betterproto2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from tolokaforge.contracts import runner, tool
 
 INT32 = st.integers(min_value=-(2**31), max_value=2**31 - 1).filter(lambda v: v != 0)

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from grpclib.client import Channel
 
-from tolokaforge.contracts.runner import RegisterTrialRequest, RunnerServiceStub
+from tolokaforge.contracts.runner import (
+    ExecuteToolRequest,
+    ExecuteToolResponse,
+    RegisterTrialRequest,
+    RunnerServiceStub,
+)
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.runner import RunnerHandle, RunnerSettings, start_runner
 
@@ -181,3 +188,60 @@ class Episode:
 @pytest.fixture
 def episode(stub: RunnerServiceStub) -> Callable[[str], Episode]:
     return lambda trial_id: Episode(stub, trial_id)
+
+
+# --- out-of-process tool sources (MCP servers, tool providers) ---------------------------------
+
+SERVERS = FIXTURES / "servers"
+
+
+def fixture_server(name: str, protocol: str, script: str, *args: str, **extra: Any) -> dict[str, Any]:
+    """A ``tool_servers`` entry running one of fixtures/servers/ with this interpreter."""
+    return {"name": name, "protocol": protocol, "command": [sys.executable, str(SERVERS / script), *args], **extra}
+
+
+@pytest.fixture
+def server_spec() -> Callable[..., dict[str, Any]]:
+    """``server_spec(trial_id, *servers)`` -> a TrialSpec whose only tools come from ``servers``."""
+
+    def build(trial_id: str, *servers: dict[str, Any]) -> dict[str, Any]:
+        return make_spec(trial_id, agent_tools=[], user_tools=[], tool_servers=list(servers))
+
+    return build
+
+
+@pytest.fixture
+def call_tool(stub: RunnerServiceStub) -> Callable[..., Awaitable[ExecuteToolResponse]]:
+    """``await call_tool(trial_id, tool, arguments, call_id)`` -> the ExecuteToolResponse."""
+
+    async def call(trial_id: str, tool: str, arguments: dict[str, Any], call_id: str) -> ExecuteToolResponse:
+        return await stub.execute_tool(
+            ExecuteToolRequest(
+                trial_id=trial_id,
+                tool_name=tool,
+                arguments_json=json.dumps(arguments),
+                executor="agent",
+                call_id=call_id,
+            )
+        )
+
+    return call
+
+
+def tool_processes() -> list[psutil.Process]:
+    """Every live process started for a tool source: our children, and any orphan of theirs."""
+    found: dict[int, psutil.Process] = {p.pid: p for p in psutil.Process().children(recursive=True)}
+    markers = (str(SERVERS), "tolokaforge-tool-provider", "tolokaforge_provider_")
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if any(marker in cmdline for marker in markers):
+            found[proc.pid] = proc
+    return [p for p in found.values() if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_tool_process_leaked() -> Iterator[None]:
+    """After the whole session, no child process (nor an orphaned tool process) may be left."""
+    yield
+    left = tool_processes()
+    assert not left, f"processes left behind: {[(p.pid, p.cmdline()) for p in left]}"

@@ -1,9 +1,12 @@
 """Run one tool call: validate, budget, execute off the event loop, commit, classify, record.
 
-The call runs on a worker thread against a copy-on-write view of the trial's tables. Its changes are
-committed only when it finishes inside its budget; a call that times out is abandoned (Python cannot
-stop a thread) and whatever it does later lands on a view nobody reads, so the trial's state never
-sees it. Every outcome is one of the ExecutionStatus values with a classified ToolError.
+A python tool runs on a worker thread against a copy-on-write view of the trial's tables. Its changes
+are committed only when it finishes inside its budget; a call that times out is abandoned (Python
+cannot stop a thread) and whatever it does later lands on a view nobody reads, so the trial's state
+never sees it. A remote tool (MCP server, tool provider) runs in its source's child process under the
+kernel's reactions (reactions.py); after a call to a source that writes the store, the mirror is
+reloaded when the store's version moved. Every outcome is one of the ExecutionStatus values with a
+classified ToolError, and the record says how many attempts it took.
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ from tolokaforge.core.transcript.recorded import RecordedToolCall
 from tolokaforge.db.errors import DBServiceError
 
 from .errors import ToolFailure
+from .reactions import KeyedLocks, run_remote
 from .state.cow import CowTables, TableShapeError
 from .tools import Tool
+from .tools.remote import CallInfo, RemoteTool
 from .trial import TrialContext
 
 __all__ = ["CallOutcome", "ToolExecutor"]
@@ -48,6 +53,9 @@ class CallOutcome:
     failure: ToolFailure | None
     latency_seconds: float
     state_mutations: int
+    attempts: int = 1
+    category: str | None = None
+    """The recorded category: the failure's, or a non-failure's such as cancelled."""
 
 
 class ToolExecutor:
@@ -56,6 +64,7 @@ class ToolExecutor:
     def __init__(self, max_workers: int = 64) -> None:
         # Sized well above the core count: threads mostly wait (I/O, sleeps, abandoned calls).
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="tolokaforge-tool")
+        self._conflict_locks = KeyedLocks()
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -103,12 +112,15 @@ class ToolExecutor:
             tool = self._resolve(trial, tool_name, executor)
             arguments = self._parse_arguments(tool, arguments_json)
             budget = self._budget(trial, tool, timeout_seconds)
-            output, changes = await self._run(trial, tool, arguments, budget)
-            await self._commit(trial, changes)
-            mutations = sum(len(change["operations"]) for change in changes)
-            outcome = CallOutcome(
-                ExecutionStatus.SUCCESS, output, None, time.perf_counter() - started, mutations
-            )
+            if isinstance(tool, RemoteTool):
+                outcome = await self._run_remote(trial, tool, arguments, call_id, budget, started)
+            else:
+                output, changes = await self._run(trial, tool, arguments, budget)
+                await self._commit(trial, changes)
+                mutations = sum(len(change["operations"]) for change in changes)
+                outcome = CallOutcome(
+                    ExecutionStatus.SUCCESS, output, None, time.perf_counter() - started, mutations
+                )
         except ToolFailure as failure:
             outcome = CallOutcome(failure.status, "", failure, time.perf_counter() - started, 0)
         if record:
@@ -125,10 +137,58 @@ class ToolExecutor:
                     latency_seconds=outcome.latency_seconds,
                     timestamp=started_at,
                     error_message=outcome.failure.message if outcome.failure else "",
-                    error_category=_category_name(outcome.failure),
+                    error_category=outcome.category or _category_name(outcome.failure),
+                    attempts=outcome.attempts,
                 )
             )
         return outcome
+
+    async def _run_remote(
+        self,
+        trial: TrialContext,
+        tool: RemoteTool,
+        arguments: Mapping[str, Any],
+        call_id: str,
+        budget: float,
+        started: float,
+    ) -> CallOutcome:
+        workspace = str(trial.workspace) if trial.workspace is not None else ""
+        call = CallInfo(trial.trial_id, call_id, workspace, budget, attempt=1)
+        try:
+            result = await run_remote(
+                tool,
+                arguments,
+                call,
+                breaker=trial.breaker(tool.source.identity),
+                locks=self._conflict_locks,
+            )
+        finally:
+            # Even a failed or timed-out call may have written through the DB service before it ended.
+            if tool.source.writes_state:
+                await self._reload_if_moved(trial)
+        latency = time.perf_counter() - started
+        if result.failure is not None:
+            failure = result.failure
+            return CallOutcome(
+                failure.status, "", failure, latency, 0, result.attempts, _category_name(failure)
+            )
+        return CallOutcome(
+            ExecutionStatus.SUCCESS, result.output, None, latency, 0, result.attempts, result.category
+        )
+
+    @staticmethod
+    async def _reload_if_moved(trial: TrialContext) -> None:
+        try:
+            version = (await trial.mirror.client.get_hashes(trial.trial_id)).version
+            if version != trial.mirror.version:
+                await trial.mirror.reload()
+        except DBServiceError as error:
+            raise ToolFailure(
+                ExecutionStatus.ERROR,
+                ToolErrorCategory.UNKNOWN,
+                f"the tool's changes could not be read back from the store: {error.message}",
+                details={"store_error": error.to_body()},
+            ) from error
 
     @staticmethod
     async def _commit(trial: TrialContext, changes: list[dict[str, Any]]) -> None:

@@ -9,6 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
+import shutil
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -24,6 +27,8 @@ from .errors import DuplicateTrialError, RegistrationError, TrialNotFoundError, 
 from .executor import ToolExecutor
 from .state.mirror import TrialMirror
 from .tools import ToolRegistry, load_python_tool
+from .tools.remote import ToolSourceSession
+from .tools.servers import ServerPlaces, start_tool_servers
 from .trial import TrialContext
 
 __all__ = ["INITIALIZED_SNAPSHOT", "TrialRegistry"]
@@ -34,12 +39,19 @@ INITIALIZED_SNAPSHOT = "tolokaforge.initialized"
 
 class TrialRegistry:
     def __init__(
-        self, client: StateClient, executor: ToolExecutor, work_dir: Path, default_timeout_s: float
+        self,
+        client: StateClient,
+        executor: ToolExecutor,
+        work_dir: Path,
+        default_timeout_s: float,
+        *,
+        db_url: Callable[[], Awaitable[str]] | None = None,
     ) -> None:
         self.client = client
         self.executor = executor
         self.work_dir = work_dir
         self.default_timeout_s = default_timeout_s
+        self._db_url = db_url
         self._trials: dict[str, TrialContext] = {}
         self._pending: set[str] = set()
 
@@ -74,9 +86,15 @@ class TrialRegistry:
             raise DuplicateTrialError(f"Trial '{trial_id}' is already registered; CleanupTrial it first")
         self._pending.add(trial_id)
         mirror: TrialMirror | None = None
+        sources: list[ToolSourceSession] = []
+        workspace = self._workspace(trial_id)
         try:
             agent_tools, user_tools, code_root = await asyncio.to_thread(self._build_registries, spec.task)
             mirror = await self._create_state(spec)
+            # Servers start after the state exists: an MCP server may read its tables while starting.
+            sources = await self._start_servers(
+                spec.task, trial_id, workspace, code_root, agent_tools, user_tools
+            )
             trial = TrialContext(
                 spec=spec,
                 agent_tools=agent_tools,
@@ -86,6 +104,8 @@ class TrialRegistry:
                 if default_tool_timeout_s > 0
                 else self.default_timeout_s,
                 code_root=code_root,
+                workspace=workspace,
+                sources=sources,
             )
             if spec.task.initial_state.initialization_actions:
                 await self.run_initialization_actions(trial)
@@ -93,8 +113,10 @@ class TrialRegistry:
                 await self.client.create_snapshot(trial_id, INITIALIZED_SNAPSHOT)
                 trial.has_initialized_snapshot = True
         except BaseException:
+            await _stop_sources(sources)
             if mirror is not None:
                 await self._forget_state(trial_id)
+            shutil.rmtree(workspace, ignore_errors=True)
             self._pending.discard(trial_id)
             raise
         self._trials[trial_id] = trial
@@ -107,8 +129,22 @@ class TrialRegistry:
         if trial is None:
             return False
         async with trial.lock:  # let a call in flight finish before its state disappears
-            await self._forget_state(trial_id)
+            try:
+                await _stop_sources(trial.sources)
+                await self._forget_state(trial_id)
+            finally:
+                if trial.workspace is not None:
+                    shutil.rmtree(trial.workspace, ignore_errors=True)
         return True
+
+    async def close(self) -> None:
+        """Stop every trial's tool processes (runner shutdown); the store goes with the runner."""
+        trials = list(self._trials.values())
+        self._trials.clear()
+        for trial in trials:
+            await _stop_sources(trial.sources)
+            if trial.workspace is not None:
+                shutil.rmtree(trial.workspace, ignore_errors=True)
 
     async def run_initialization_actions(self, trial: TrialContext) -> None:
         for index, action in enumerate(trial.spec.task.initial_state.initialization_actions):
@@ -136,6 +172,38 @@ class TrialRegistry:
                 registry.add(load_python_tool(description, bundle))
         return agent, user, bundle.root
 
+    def _workspace(self, trial_id: str) -> Path:
+        # trial ids carry ':' and may carry '/', neither welcome in a directory name.
+        path = self.work_dir / "workspaces" / re.sub(r"[^A-Za-z0-9_.-]", "_", trial_id)
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+        return path
+
+    async def _start_servers(
+        self,
+        task: TaskDescription,
+        trial_id: str,
+        workspace: Path,
+        code_root: Path | None,
+        agent: ToolRegistry,
+        user: ToolRegistry,
+    ) -> list[ToolSourceSession]:
+        if not task.tool_servers:
+            return []
+        places = ServerPlaces(
+            trial_id=trial_id,
+            workspace=workspace,
+            code_root=code_root,
+            log_dir=self.work_dir / "logs",
+            db_url=self._require_db_url,
+        )
+        return await start_tool_servers(task.tool_servers, places, {"agent": agent, "user": user})
+
+    async def _require_db_url(self) -> str:
+        if self._db_url is None:
+            raise RegistrationError("this runner has no DB service URL to give an MCP server")
+        return await self._db_url()
+
     async def _create_state(self, spec: TrialSpec) -> TrialMirror:
         initial = spec.task.initial_state
         try:
@@ -156,6 +224,11 @@ class TrialRegistry:
     async def _forget_state(self, trial_id: str) -> None:
         with contextlib.suppress(NotFoundError):
             await self.client.delete_trial(trial_id)
+
+
+async def _stop_sources(sources: list[ToolSourceSession]) -> None:
+    for source in sources:
+        await source.cleanup()
 
 
 def _parse_spec(trial_spec_json: str) -> TrialSpec:

@@ -18,6 +18,7 @@ from tolokaforge.db.client import StateClient
 from .executor import ToolExecutor
 from .registry import TrialRegistry
 from .service import RunnerServicer
+from .state_endpoint import StateEndpoint
 
 __all__ = ["RunnerHandle", "RunnerSettings", "start_runner"]
 
@@ -44,6 +45,7 @@ class RunnerHandle:
     _server: Server
     _client: StateClient
     _executor: ToolExecutor
+    _endpoint: StateEndpoint
     _tmp: tempfile.TemporaryDirectory[str] | None = field(default=None)
 
     @property
@@ -53,6 +55,9 @@ class RunnerHandle:
     async def close(self) -> None:
         self._server.close()
         await self._server.wait_closed()
+        # No tool process outlives the runner: every trial's servers and providers stop here.
+        await self.servicer.registry.close()
+        await self._endpoint.aclose()
         self._executor.shutdown()
         await self._client.aclose()
         if self._tmp is not None:
@@ -85,13 +90,17 @@ async def start_runner(settings: RunnerSettings | None = None) -> RunnerHandle:
         tmp = tempfile.TemporaryDirectory(prefix="tolokaforge-runner-")
         work_dir = Path(tmp.name)
     executor = ToolExecutor(max_workers=settings.max_tool_threads)
-    registry = TrialRegistry(client, executor, work_dir, settings.default_tool_timeout_s)
+    endpoint = StateEndpoint(client, settings.db_url)
+    registry = TrialRegistry(client, executor, work_dir, settings.default_tool_timeout_s, db_url=endpoint.url)
     servicer = RunnerServicer(registry, executor, store_name=store_name)
     server = Server([servicer])
     # Bind first so an ephemeral port is known before serving (grpclib does not report it back).
-    sock = socket.socket(socket.AF_INET6 if ":" in settings.host else socket.AF_INET, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on sockets that say they are TCP, and
+    # without it every unary call waits ~40 ms for a delayed ACK.
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((settings.host, settings.port))
     port: int = sock.getsockname()[1]
     await server.start(sock=sock)
-    return RunnerHandle(settings.host, port, servicer, server, client, executor, tmp)
+    return RunnerHandle(settings.host, port, servicer, server, client, executor, endpoint, tmp)

@@ -9,8 +9,10 @@ from pathlib import Path
 from tolokaforge.core.models import TrialSpec
 from tolokaforge.core.transcript.recorded import RecordedToolCall
 
+from .reactions import CircuitBreaker
 from .state.mirror import TrialMirror
 from .tools import ToolRegistry
+from .tools.remote import ToolSourceSession
 
 __all__ = ["TrialContext"]
 
@@ -29,6 +31,12 @@ class TrialContext:
     code_root: Path | None = None
     """Where the task's code bundle lives on this runner (custom checks are found there)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    workspace: Path | None = None
+    """The trial's own directory (tool providers work inside it); removed at cleanup."""
+    sources: list[ToolSourceSession] = field(default_factory=lambda: [])
+    """Out-of-process tool sources (MCP servers, providers) whose processes this trial owns."""
+    breakers: dict[str, CircuitBreaker] = field(default_factory=lambda: {})
+    """One circuit breaker per source, by identity: crashes that recur open it."""
 
     @property
     def trial_id(self) -> str:
@@ -39,3 +47,6 @@ class TrialContext:
 
     def next_sequence(self) -> int:
         return len(self.history)
+
+    def breaker(self, identity: str) -> CircuitBreaker:
+        return self.breakers.setdefault(identity, CircuitBreaker())

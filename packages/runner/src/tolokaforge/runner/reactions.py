@@ -1,0 +1,252 @@
+"""The kernel's reactions to what an out-of-process tool answered (tool-provider-conformance.md).
+
+* The reply is judged: an output that violates the operation's output_schema, an exit_status from an
+  operation that is not process-backed, output chunks from one that does not stream, or a provider
+  claiming process_crashed about itself is a protocol violation (unknown, with details), never passed on.
+* A call past its budget is timeout; the source is killed and rebuilt before the next call.
+* A retryable failure is retried unseen only for idempotent resource operations and data sources,
+  never interactive ones; concurrency_conflict is retried serialized on the operation's key fields.
+* cancelled is not a failure the model sees; process_crashed (synthesized by the source from the
+  transport) is surfaced, and when it recurs the source's circuit breaker opens and calls fail fast.
+Every outcome carries how many attempts it took.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import defaultdict
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tolokaforge.contracts.runner import ExecutionStatus
+from tolokaforge.contracts.tool import ToolErrorCategory
+
+from .errors import ToolFailure
+from .tools.remote import CallInfo, OperationSpec, RemoteTool, Reply
+
+__all__ = ["CircuitBreaker", "KeyedLocks", "RemoteOutcome", "run_remote", "settle"]
+
+MAX_ATTEMPTS = 3
+_RETRY_BACKOFF_S = 0.05
+_SURFACED_ERROR_STATUS = {
+    ToolErrorCategory.INVALID_ARGUMENTS: ExecutionStatus.INVALID_ARGUMENTS,
+    ToolErrorCategory.TIMEOUT: ExecutionStatus.TIMEOUT,
+}
+
+
+@dataclass(frozen=True)
+class RemoteOutcome:
+    """One remote call after the reactions: its output or failure, and the attempts it took."""
+
+    output: str
+    failure: ToolFailure | None
+    attempts: int
+    category: str | None = None
+    """The category to record when the call did not fail in the model's eyes (e.g. cancelled)."""
+
+
+class CircuitBreaker:
+    """Opens after ``threshold`` consecutive crashes; lets one call through after ``cooldown_s``."""
+
+    def __init__(self, threshold: int = 3, cooldown_s: float = 30.0) -> None:
+        self.threshold = threshold
+        self.cooldown_s = cooldown_s
+        self.consecutive_crashes = 0
+        self._opened_at: float | None = None
+
+    @property
+    def is_open(self) -> bool:
+        if self._opened_at is None:
+            return False
+        # Half-open after the cooldown: the next call is the probe.
+        return time.monotonic() - self._opened_at < self.cooldown_s
+
+    def record_crash(self) -> None:
+        self.consecutive_crashes += 1
+        if self.consecutive_crashes >= self.threshold:
+            self._opened_at = time.monotonic()
+
+    def record_success(self) -> None:
+        self.consecutive_crashes = 0
+        self._opened_at = None
+
+
+class KeyedLocks:
+    """Locks by key, shared by every trial of a runner (a conflict may come from another trial)."""
+
+    def __init__(self) -> None:
+        self._locks: defaultdict[Hashable, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    def get(self, key: Hashable) -> asyncio.Lock:
+        return self._locks[key]
+
+
+def may_auto_retry(spec: OperationSpec) -> bool:
+    """The idempotent gate: data sources always, resource operations only when idempotent."""
+    if spec.kind == "data_source":
+        return True
+    return spec.kind == "resource" and spec.idempotent
+
+
+async def run_remote(
+    tool: RemoteTool,
+    arguments: Mapping[str, Any],
+    call: CallInfo,
+    *,
+    breaker: CircuitBreaker,
+    locks: KeyedLocks,
+) -> RemoteOutcome:
+    """Run ``tool`` with every reaction applied; never raises a ToolFailure."""
+    attempt = 0
+    serialized: asyncio.Lock | None = None
+    try:
+        while True:
+            attempt += 1
+            try:
+                output = await _attempt(tool, arguments, call, attempt, breaker)
+                return RemoteOutcome(output, None, attempt)
+            except _Cancelled as cancelled:
+                # Not a failure for the model: it sees that the operation was stopped, and why.
+                return RemoteOutcome(cancelled.text, None, attempt, category="cancelled")
+            except ToolFailure as failure:
+                failure.details.setdefault("attempts", attempt)
+                if attempt >= MAX_ATTEMPTS:
+                    failure.details["attempts"] = attempt
+                    return RemoteOutcome("", failure, attempt)
+                if failure.category == ToolErrorCategory.CONCURRENCY_CONFLICT:
+                    # Retry holding the operation's key lock: retries on one key run one at a time.
+                    if serialized is None:
+                        serialized = locks.get(_conflict_key(tool, arguments))
+                        await serialized.acquire()
+                    continue
+                if failure.retryable and may_auto_retry(tool.spec) and failure.category in _RETRIED:
+                    await asyncio.sleep(_RETRY_BACKOFF_S * attempt)
+                    continue
+                return RemoteOutcome("", failure, attempt)
+    finally:
+        if serialized is not None and serialized.locked():
+            serialized.release()
+
+
+# Categories whose retryable flag the kernel honours; the rest are surfaced whatever the flag says.
+_RETRIED = frozenset(
+    {ToolErrorCategory.EXECUTION_FAILED, ToolErrorCategory.UNKNOWN, ToolErrorCategory.NOT_FOUND}
+)
+
+
+class _Cancelled(Exception):
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+async def _attempt(
+    tool: RemoteTool, arguments: Mapping[str, Any], call: CallInfo, attempt: int, breaker: CircuitBreaker
+) -> str:
+    name = tool.description.name
+    if breaker.is_open:
+        raise ToolFailure(
+            ExecutionStatus.ERROR,
+            ToolErrorCategory.PROCESS_CRASHED,
+            f"tool {name!r} is unavailable: its process crashed {breaker.consecutive_crashes} times in a row",
+            details={"circuit_breaker": "open", "consecutive_crashes": breaker.consecutive_crashes},
+        )
+    this_call = CallInfo(call.trial_id, call.call_id, call.working_directory, call.timeout_seconds, attempt)
+    try:
+        # A rebuild after a crash or a kill is not the call's own work: it happens before the budget starts.
+        await tool.source.ensure_started()
+        reply = await asyncio.wait_for(
+            tool.source.invoke(tool.spec.name, arguments, this_call), call.timeout_seconds
+        )
+    except TimeoutError as error:
+        # The source may be wedged mid-call: kill it now, so the next call runs on a fresh process.
+        await tool.source.recycle()
+        raise ToolFailure(
+            ExecutionStatus.TIMEOUT,
+            ToolErrorCategory.TIMEOUT,
+            f"tool {name!r} exceeded its budget of {call.timeout_seconds:g}s; its process was stopped",
+            retryable=True,
+            details={"budget_seconds": call.timeout_seconds, "source_recycled": True},
+        ) from error
+    except ToolFailure as failure:
+        if failure.category == ToolErrorCategory.PROCESS_CRASHED:
+            breaker.record_crash()
+            failure.details["consecutive_crashes"] = breaker.consecutive_crashes
+        raise
+    breaker.record_success()
+    return settle(name, tool.spec, reply)
+
+
+def settle(name: str, spec: OperationSpec, reply: Reply) -> str:
+    """Judge one reply: the text the model sees, or the classified ToolFailure."""
+    if reply.exit_code is not None and not spec.process_backed:
+        raise _violation(name, "sent exit_status, but the operation is not process-backed")
+    if reply.chunks and not spec.streaming:
+        raise _violation(name, "sent output chunks, but the operation does not stream")
+    error = reply.error
+    if error is not None:
+        return _settle_error(name, spec, reply)
+    if spec.process_backed and reply.exit_code is None:
+        raise _violation(name, "a process-backed operation ended without exit_status")
+    structured: Any = None
+    if reply.output:
+        try:
+            structured = json.loads(reply.output)
+        except json.JSONDecodeError as problem:
+            raise _violation(name, f"output is not JSON: {problem}", raw=reply.output[:2000]) from problem
+    if spec.output_validator is not None:
+        errors = [e.message for e in spec.output_validator.iter_errors(structured)]  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        if errors:
+            raise _violation(
+                name,
+                f"output does not match the output_schema: {'; '.join(errors)}",
+                raw=(reply.output or "")[:2000],
+            )
+    return reply.text or reply.output or ""
+
+
+def _settle_error(name: str, spec: OperationSpec, reply: Reply) -> str:
+    error = reply.error
+    assert error is not None
+    category = error.category
+    if category == ToolErrorCategory.PROCESS_CRASHED:
+        raise _violation(name, "the provider sent process_crashed, which only the kernel may synthesize")
+    if category == ToolErrorCategory.CANCELLED:
+        partial = f" Partial changes: {reply.partial_mutations}" if reply.partial_mutations else ""
+        raise _Cancelled(f"The operation was cancelled: {error.message}.{partial}")
+    details = dict(error.details)
+    if category in (ToolErrorCategory.UNSPECIFIED, ToolErrorCategory.UNKNOWN):
+        # unknown MUST carry the raw underlying error; keep what the source gave and name the gap.
+        details.setdefault("raw", error.message)
+        category = ToolErrorCategory.UNKNOWN
+    if reply.exit_code is not None:
+        details.setdefault("exit_code", reply.exit_code)
+        if reply.exit_signal:
+            details.setdefault("exit_signal", reply.exit_signal)
+    output = _chunk_text(reply)
+    if output:
+        details.setdefault("output_tail", output[-2000:])
+    retryable = error.retryable and category != ToolErrorCategory.INVALID_ARGUMENTS
+    status = _SURFACED_ERROR_STATUS.get(category, ExecutionStatus.ERROR)
+    raise ToolFailure(status, category, error.message, retryable=retryable, details=details)
+
+
+def _chunk_text(reply: Reply) -> str:
+    return b"".join(data for _, data in reply.chunks).decode("utf-8", errors="replace")
+
+
+def _conflict_key(tool: RemoteTool, arguments: Mapping[str, Any]) -> Hashable:
+    values = tuple(json.dumps(arguments.get(field), sort_keys=True) for field in tool.spec.key_fields)
+    return (tool.source.identity, tool.spec.name, values)
+
+
+def _violation(name: str, what: str, *, raw: str | None = None) -> ToolFailure:
+    details: dict[str, Any] = {"protocol_violation": what}
+    if raw is not None:
+        details["raw"] = raw
+    return ToolFailure(
+        ExecutionStatus.ERROR, ToolErrorCategory.UNKNOWN, f"tool {name!r} {what}", details=details
+    )

@@ -1,0 +1,153 @@
+"""A tool provider's child process: spawn, read the handshake, drain the pipes, kill the whole tree.
+
+The child runs in its own session (process group), so stopping it also stops whatever it started;
+descendants that moved to a session of their own are found with psutil before the kill. Its stdout
+and stderr are read for as long as it lives -- a provider that logs on every call must never block
+on a full pipe -- and the last few kilobytes of stderr are kept for the crash report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+__all__ = ["HANDSHAKE_PREFIX", "ChildProcess", "Handshake", "HandshakeError"]
+
+HANDSHAKE_PREFIX = "TOLOKAFORGE_TOOL_PROVIDER"
+_TAIL_BYTES = 8192
+_STOP_GRACE_S = 1.0
+
+
+class HandshakeError(Exception):
+    """The child did not announce a usable address in time."""
+
+
+@dataclass(frozen=True)
+class Handshake:
+    protocol_version: int
+    host: str
+    port: int
+
+
+class ChildProcess:
+    """A started child and the tasks that drain its output."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self._stderr_tail: deque[bytes] = deque()
+        self._stderr_size = 0
+        self._drains: list[asyncio.Task[None]] = []
+
+    @classmethod
+    async def spawn(cls, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> ChildProcess:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=dict(env),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+        child = cls(process)
+        assert process.stderr is not None
+        child._drains.append(asyncio.create_task(child._drain(process.stderr, keep=True)))
+        return child
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def exited(self) -> bool:
+        return self.process.returncode is not None
+
+    def stderr_tail(self) -> str:
+        return b"".join(self._stderr_tail).decode("utf-8", errors="replace")
+
+    async def read_handshake(self, deadline_s: float) -> Handshake:
+        """The first handshake line on stdout; other lines before it are startup chatter."""
+        stdout = self.process.stdout
+        assert stdout is not None
+        try:
+            async with asyncio.timeout(deadline_s):
+                while True:
+                    line = await stdout.readline()
+                    if not line:
+                        await self.process.wait()
+                        raise HandshakeError(
+                            f"the provider exited (code {self.process.returncode}) before its handshake; "
+                            f"stderr: {self.stderr_tail()[-500:]!r}"
+                        )
+                    text = line.decode("utf-8", errors="replace").strip()
+                    if text.startswith(HANDSHAKE_PREFIX + "|"):
+                        break
+        except TimeoutError as error:
+            raise HandshakeError(f"no handshake line on stdout within {deadline_s:g}s") from error
+        # From here on stdout is only ever drained.
+        self._drains.append(asyncio.create_task(self._drain(stdout, keep=False)))
+        return _parse_handshake(text)
+
+    async def _drain(self, stream: asyncio.StreamReader, *, keep: bool) -> None:
+        while True:
+            data = await stream.read(65536)
+            if not data:
+                return
+            if keep:
+                self._stderr_tail.append(data)
+                self._stderr_size += len(data)
+                while self._stderr_size > _TAIL_BYTES and len(self._stderr_tail) > 1:
+                    self._stderr_size -= len(self._stderr_tail.popleft())
+
+    async def stop(self) -> None:
+        """Stop the child and every descendant: SIGTERM to the group, then SIGKILL after a grace."""
+        descendants = _descendants(self.pid)
+        if not self.exited:
+            _signal_group(self.pid, signal.SIGTERM)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.process.wait(), _STOP_GRACE_S)
+        _signal_group(self.pid, signal.SIGKILL)
+        for proc in descendants:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+        await self.process.wait()
+        for task in self._drains:
+            task.cancel()
+        for task in self._drains:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def _parse_handshake(text: str) -> Handshake:
+    parts = text.split("|")
+    if len(parts) != 4:
+        raise HandshakeError(f"malformed handshake line {text!r}: expected 4 '|'-separated fields")
+    _, version, network, address = parts
+    if network != "tcp":
+        raise HandshakeError(f"handshake names network {network!r}; only tcp is supported")
+    host, _, port = address.rpartition(":")
+    try:
+        return Handshake(int(version), host.strip("[]") or "127.0.0.1", int(port))
+    except ValueError as error:
+        raise HandshakeError(f"malformed handshake line {text!r}: {error}") from error
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    # The child leads its own session (start_new_session), so its pid is its group's id.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)

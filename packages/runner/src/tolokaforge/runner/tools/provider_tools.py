@@ -1,0 +1,328 @@
+"""Tool-provider plugins: a ToolProviderService subprocess per trial, spoken to over gRPC.
+
+Setup starts the provider, reads its handshake line (with a deadline), checks the protocol version
+against Describe, reads the operations from GetSchema and sends Configure. Each call is one
+server-streaming Invoke whose events are collected into a Reply for the kernel to judge. A broken
+transport -- UNAVAILABLE, a stream cut short, a process that exited -- is process_crashed, which only
+the kernel may say: a provider sending that category about itself is a protocol violation, judged in
+reactions.py. After a crash or a kill the next call starts a fresh process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import grpclib
+import grpclib.client
+import grpclib.exceptions
+from grpclib.const import Status
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from tolokaforge.contracts.runner import ExecutionStatus
+from tolokaforge.contracts.tool import (
+    CallContext,
+    ConfigureRequest,
+    DescribeRequest,
+    GetSchemaRequest,
+    InvokeRequest,
+    OperationSchema,
+    ToolErrorCategory,
+    ToolKind,
+    ToolProviderServiceStub,
+)
+from tolokaforge.core.models import ToolDescription, ToolSource
+
+from ..errors import ToolFailure, ToolLoadError
+from .child_process import ChildProcess, HandshakeError
+from .remote import CallInfo, OperationKind, OperationSpec, Reply, ReplyError
+
+__all__ = ["PROVIDER_PROTOCOL_VERSION", "ProviderSource"]
+
+PROVIDER_PROTOCOL_VERSION = 1
+"""The ToolProviderService protocol version this runner speaks (the handshake's second field)."""
+
+HANDSHAKE_DEADLINE_S = 15.0
+_SETUP_RPC_TIMEOUT_S = 10.0
+_KINDS: dict[ToolKind, OperationKind] = {
+    ToolKind.RESOURCE: "resource",
+    ToolKind.DATA_SOURCE: "data_source",
+    ToolKind.INTERACTIVE: "interactive",
+}
+
+
+class ProviderSource:
+    """One provider process for one trial (restarted on demand after a crash or a kill)."""
+
+    writes_state = False  # providers keep no tables in the store; their world is the workspace
+
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        config: Mapping[str, Any],
+    ) -> None:
+        self.name = name
+        self._argv = list(argv)
+        self._cwd = cwd
+        self._env = {**os.environ, **env}
+        self._config_json = json.dumps(dict(config))
+        self._child: ChildProcess | None = None
+        self._channel: grpclib.client.Channel | None = None
+        self._stub: ToolProviderServiceStub | None = None
+        self._operations: list[str] = []
+        self._start_lock = asyncio.Lock()
+
+    @property
+    def identity(self) -> str:
+        return "provider:" + " ".join(self._argv)
+
+    @property
+    def pid(self) -> int | None:
+        return self._child.pid if self._child is not None else None
+
+    async def setup(self) -> list[tuple[OperationSpec, ToolDescription]]:
+        schemas = await self._start()
+        self._operations = [schema.name for schema in schemas]
+        return [_describe_operation(self.name, schema) for schema in schemas]
+
+    async def invoke(self, operation: str, arguments: Mapping[str, Any], call: CallInfo) -> Reply:
+        stub = await self._ensure_started()
+        request = InvokeRequest(
+            operation=operation,
+            arguments_json=json.dumps(dict(arguments)),
+            call_context=CallContext(
+                trial_id=call.trial_id,
+                call_id=call.call_id,
+                working_directory=call.working_directory,
+                timeout_seconds=call.timeout_seconds,
+                attempt=call.attempt,
+            ),
+        )
+        reply = Reply()
+        terminal = False
+        try:
+            async for event in stub.invoke(request):
+                if terminal:
+                    raise _violation(self.name, operation, "an event followed the terminal event")
+                terminal = _collect(reply, event)
+        except grpclib.GRPCError as error:
+            if error.status == Status.UNAVAILABLE or self._exited():
+                raise await self._crashed(operation, f"gRPC {error.status.name}: {error.message}") from error
+            return _grpc_error_reply(error)
+        except (grpclib.exceptions.StreamTerminatedError, ConnectionError, OSError) as error:
+            raise await self._crashed(operation, f"{type(error).__name__}: {error}") from error
+        if not terminal:
+            if self._exited():
+                raise await self._crashed(operation, "the Invoke stream ended without a terminal event")
+            raise _violation(self.name, operation, "the Invoke stream ended without a result or error")
+        return reply
+
+    async def ensure_started(self) -> None:
+        await self._ensure_started()
+
+    async def recycle(self) -> None:
+        """Kill the process now; the next invoke starts a fresh one."""
+        await self._stop()
+
+    async def cleanup(self) -> None:
+        await self._stop()
+
+    async def _ensure_started(self) -> ToolProviderServiceStub:
+        async with self._start_lock:
+            if self._stub is not None and not self._exited():
+                return self._stub
+            await self._stop()
+            try:
+                schemas = await self._start()
+            except ToolLoadError as error:
+                raise ToolFailure(
+                    ExecutionStatus.ERROR,
+                    ToolErrorCategory.PROCESS_CRASHED,
+                    f"provider {self.name!r} could not be restarted: {error}",
+                    details={"provider": self.name},
+                ) from error
+            names = [schema.name for schema in schemas]
+            if names != self._operations:
+                await self._stop()
+                raise ToolFailure(
+                    ExecutionStatus.ERROR,
+                    ToolErrorCategory.UNKNOWN,
+                    f"provider {self.name!r} came back with different operations",
+                    details={"before": self._operations, "after": names},
+                )
+            assert self._stub is not None
+            return self._stub
+
+    async def _start(self) -> list[OperationSchema]:
+        try:
+            child = await ChildProcess.spawn(self._argv, cwd=self._cwd, env=self._env)
+        except OSError as error:
+            raise ToolLoadError(f"provider {self.name!r}: cannot start {self._argv[0]!r}: {error}") from error
+        self._child = child
+        try:
+            handshake = await child.read_handshake(HANDSHAKE_DEADLINE_S)
+            if handshake.protocol_version != PROVIDER_PROTOCOL_VERSION:
+                raise ToolLoadError(
+                    f"provider {self.name!r} speaks protocol version {handshake.protocol_version}; "
+                    f"this runner speaks {PROVIDER_PROTOCOL_VERSION}"
+                )
+            self._channel = grpclib.client.Channel(handshake.host, handshake.port)
+            stub = ToolProviderServiceStub(self._channel, timeout=_SETUP_RPC_TIMEOUT_S)
+            described = await stub.describe(DescribeRequest())
+            if described.protocol_version != handshake.protocol_version:
+                raise ToolLoadError(
+                    f"provider {self.name!r}: Describe says protocol {described.protocol_version}, "
+                    f"its handshake said {handshake.protocol_version}"
+                )
+            schema = await stub.get_schema(GetSchemaRequest())
+            configured = await stub.configure(ConfigureRequest(config_json=self._config_json))
+            if configured.error is not None and configured.error.category != ToolErrorCategory.UNSPECIFIED:
+                raise ToolLoadError(f"provider {self.name!r} refused its config: {configured.error.message}")
+        except HandshakeError as error:
+            await self._stop()
+            raise ToolLoadError(f"provider {self.name!r}: {error}") from error
+        except (grpclib.GRPCError, grpclib.exceptions.StreamTerminatedError, OSError) as error:
+            await self._stop()
+            raise ToolLoadError(f"provider {self.name!r} failed during setup: {error}") from error
+        except BaseException:
+            await self._stop()
+            raise
+        self._stub = stub
+        return list(schema.operations)
+
+    def _exited(self) -> bool:
+        return self._child is None or self._child.exited
+
+    async def _crashed(self, operation: str, cause: str) -> ToolFailure:
+        child = self._child
+        # Give a dying process a moment to be reaped, so the report carries its exit code.
+        if child is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(child.process.wait(), 0.5)
+        details: dict[str, Any] = {"provider": self.name, "operation": operation, "cause": cause}
+        if child is not None:
+            details["exit_code"] = child.process.returncode
+            details["stderr_tail"] = child.stderr_tail()[-2000:]
+        await self._stop()
+        return ToolFailure(
+            ExecutionStatus.ERROR,
+            ToolErrorCategory.PROCESS_CRASHED,
+            f"the {self.name!r} provider process died during {operation!r} ({cause})",
+            details=details,
+        )
+
+    async def _stop(self) -> None:
+        channel, child = self._channel, self._child
+        self._channel = self._stub = self._child = None
+        if channel is not None:
+            channel.close()
+        if child is not None:
+            await child.stop()
+
+
+def _collect(reply: Reply, event: Any) -> bool:
+    """Add one Invoke event to ``reply``; True when it was the terminal one."""
+    if event.output_chunk is not None:
+        reply.chunks.append((int(event.output_chunk.stream), bytes(event.output_chunk.data)))
+    elif event.progress is not None:
+        reply.progress_events += 1
+    elif event.exit_status is not None:
+        reply.exit_code = event.exit_status.code
+        reply.exit_signal = event.exit_status.signal
+    elif event.result is not None:
+        reply.output = event.result.output_json
+        reply.text = event.result.text
+        reply.partial_mutations = event.result.partial_mutations_json
+        return True
+    elif event.error is not None:
+        reply.error = _reply_error(
+            event.error.category, event.error.message, event.error.retryable, event.error.details_json
+        )
+        return True
+    return False
+
+
+def _reply_error(category: ToolErrorCategory, message: str, retryable: bool, details_json: str) -> ReplyError:
+    details: dict[str, Any] = {}
+    if details_json:
+        try:
+            parsed: Any = json.loads(details_json)
+        except json.JSONDecodeError:
+            parsed = {"raw": details_json}
+        details = cast(dict[str, Any], parsed) if isinstance(parsed, dict) else {"value": parsed}
+    return ReplyError(ToolErrorCategory(category), message, retryable, details)
+
+
+def _grpc_error_reply(error: grpclib.GRPCError) -> Reply:
+    """A live provider answering the RPC with a gRPC status instead of a ToolError event."""
+    category = {
+        Status.INVALID_ARGUMENT: ToolErrorCategory.INVALID_ARGUMENTS,
+        Status.NOT_FOUND: ToolErrorCategory.NOT_FOUND,
+        Status.PERMISSION_DENIED: ToolErrorCategory.PERMISSION_DENIED,
+        Status.DEADLINE_EXCEEDED: ToolErrorCategory.TIMEOUT,
+        Status.CANCELLED: ToolErrorCategory.CANCELLED,
+    }.get(error.status, ToolErrorCategory.UNKNOWN)
+    details = {"grpc_status": error.status.name, "grpc_message": error.message or ""}
+    return Reply(error=ReplyError(category, f"gRPC {error.status.name}: {error.message}", False, details))
+
+
+def _violation(name: str, operation: str, what: str) -> ToolFailure:
+    return ToolFailure(
+        ExecutionStatus.ERROR,
+        ToolErrorCategory.UNKNOWN,
+        f"provider {name!r} broke the protocol during {operation!r}: {what}",
+        details={"protocol_violation": what, "provider": name, "operation": operation},
+    )
+
+
+def _describe_operation(provider: str, schema: OperationSchema) -> tuple[OperationSpec, ToolDescription]:
+    where = f"provider {provider!r} operation {schema.name!r}"
+    kind = _KINDS.get(schema.kind)
+    if kind is None:
+        raise ToolLoadError(f"{where} declares no kind (resource, data_source or interactive)")
+    parameters = _schema(where, "input_schema_json", schema.input_schema_json) or {"type": "object"}
+    output = _schema(where, "output_schema_json", schema.output_schema_json)
+    concurrency = schema.concurrency
+    spec = OperationSpec(
+        name=schema.name,
+        kind=kind,
+        idempotent=schema.idempotent,
+        output_validator=Draft202012Validator(output) if output is not None else None,
+        process_backed=schema.process_backed,
+        streaming=schema.streaming,
+        concurrency_safe=concurrency.safe if concurrency is not None else False,
+        key_fields=tuple(concurrency.key_fields) if concurrency is not None else (),
+    )
+    description = ToolDescription(
+        name=schema.name,
+        description=schema.description,
+        parameters=parameters,
+        # ToolSource names where python code lives; for a provider it only records the origin.
+        source=ToolSource(toolset=provider, module_path=provider, class_name=schema.name),
+        category="read" if kind == "data_source" else "write",
+        timeout_s=schema.default_timeout_seconds if schema.default_timeout_seconds else None,
+    )
+    return spec, description
+
+
+def _schema(where: str, field_name: str, text: str) -> dict[str, Any] | None:
+    if not text:
+        return None
+    try:
+        value: Any = json.loads(text)
+        Draft202012Validator.check_schema(value)
+    except (json.JSONDecodeError, SchemaError) as error:
+        raise ToolLoadError(f"{where}: {field_name} is not a JSON Schema: {error}") from error
+    if not isinstance(value, dict):
+        raise ToolLoadError(f"{where}: {field_name} must be a JSON object")
+    return dict(value)  # pyright: ignore[reportUnknownArgumentType]

@@ -1,0 +1,119 @@
+"""Out-of-process tool sources: the lifecycle they share and the tools they produce.
+
+A source (an MCP server, a tool-provider plugin) is one child process per trial behind a small
+lifecycle: ``setup`` starts it and returns its operations, ``invoke`` runs one operation and returns
+every event it answered with (unjudged: the kernel's reactions judge them, see reactions.py),
+``recycle`` kills it so that ``ensure_started`` (called before the next call, outside its budget)
+starts a fresh one, ``cleanup`` stops it for good.
+
+Transport failures are the only errors a source raises itself, as ToolFailure with
+process_crashed; everything the child said is returned as a :class:`Reply`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from jsonschema import Draft202012Validator
+
+from tolokaforge.contracts.tool import ToolErrorCategory
+from tolokaforge.core.models import ToolDescription
+
+__all__ = ["CallInfo", "OperationSpec", "RemoteTool", "Reply", "ReplyError", "ToolSourceSession"]
+
+OperationKind = Literal["resource", "data_source", "interactive"]
+
+
+@dataclass(frozen=True)
+class OperationSpec:
+    """What the kernel needs to know about one operation to react to its outcome."""
+
+    name: str
+    """The operation's name at the source (the model may see it under a prefix)."""
+    kind: OperationKind
+    idempotent: bool
+    output_validator: Draft202012Validator | None = None
+    process_backed: bool = False
+    streaming: bool = False
+    concurrency_safe: bool = False
+    key_fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CallInfo:
+    """The kernel's side of one attempt, sent to providers as their CallContext."""
+
+    trial_id: str
+    call_id: str
+    working_directory: str
+    timeout_seconds: float
+    attempt: int
+
+
+@dataclass(frozen=True)
+class ReplyError:
+    """A failure the source reported in its own words (category as the source gave it)."""
+
+    category: ToolErrorCategory
+    message: str
+    retryable: bool = False
+    details: dict[str, Any] = field(default_factory=lambda: {})
+
+
+@dataclass
+class Reply:
+    """Every event of one invocation, as received."""
+
+    output: str | None = None
+    """The structured output as JSON text (a provider's output_json, an MCP tool's structured content)."""
+    text: str = ""
+    """The model-facing rendering, when the source gave one."""
+    error: ReplyError | None = None
+    exit_code: int | None = None
+    exit_signal: int = 0
+    chunks: list[tuple[int, bytes]] = field(default_factory=lambda: [])
+    progress_events: int = 0
+    partial_mutations: str = ""
+
+
+class ToolSourceSession(Protocol):
+    """One source's child process for one trial."""
+
+    @property
+    def identity(self) -> str:
+        """Stable across trials for the same server (keys the concurrency locks)."""
+        ...
+
+    @property
+    def writes_state(self) -> bool:
+        """Whether calls may change the trial's tables in the store (the mirror reloads after them)."""
+        ...
+
+    async def setup(self) -> list[tuple[OperationSpec, ToolDescription]]: ...
+
+    async def ensure_started(self) -> None:
+        """Start a fresh process if the last one crashed or was killed (outside any call's budget)."""
+        ...
+
+    async def invoke(self, operation: str, arguments: Mapping[str, Any], call: CallInfo) -> Reply: ...
+
+    async def recycle(self) -> None: ...
+
+    async def cleanup(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class RemoteTool:
+    """A tool the model calls whose code runs in a source's child process."""
+
+    description: ToolDescription
+    validator: Draft202012Validator
+    spec: OperationSpec
+    source: ToolSourceSession
+
+    def invoke(self, data: dict[str, Any], arguments: Mapping[str, Any]) -> str:
+        # Registries hold python tools and remote tools alike; the executor never runs a remote tool
+        # on a worker thread, so reaching this is a runner bug, not a tool failure.
+        raise TypeError(f"{self.description.name!r} runs out of process; call it through the executor")

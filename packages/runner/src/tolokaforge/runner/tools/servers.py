@@ -1,0 +1,99 @@
+"""Start a trial's tool servers (TaskDescription.tool_servers) and add their tools to its registries.
+
+Either every server starts and every tool is registered, or every server already started is
+stopped again and registration fails: a half-started trial never keeps a child process.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tolokaforge.core.models import ToolServer
+
+from ..errors import ToolLoadError
+from .base import ToolRegistry, compile_parameters
+from .mcp_tools import McpSource
+from .provider_tools import ProviderSource
+from .remote import RemoteTool, ToolSourceSession
+
+__all__ = ["ServerPlaces", "start_tool_servers"]
+
+
+@dataclass(frozen=True)
+class ServerPlaces:
+    """Where a trial's servers run and what they are told."""
+
+    trial_id: str
+    workspace: Path
+    """The trial's own directory: providers work inside it."""
+    code_root: Path | None
+    log_dir: Path
+    db_url: Callable[[], Awaitable[str]]
+    """The DB service's URL for MCP servers (started on first need in the embedded mode)."""
+
+
+async def start_tool_servers(
+    servers: Sequence[ToolServer], places: ServerPlaces, registries: dict[str, ToolRegistry]
+) -> list[ToolSourceSession]:
+    """Start every server, register its tools; returns the sources (the trial must clean them up)."""
+    started: list[ToolSourceSession] = []
+    try:
+        for server in servers:
+            source = await _make_source(server, places)
+            started.append(source)
+            operations = await source.setup()
+            offered = {description.name for _, description in operations}
+            for name in server.enabled or ():
+                if name not in offered:
+                    raise ToolLoadError(
+                        f"tool server {server.name!r} offers no tool {name!r} ({', '.join(sorted(offered))})"
+                    )
+            for spec, description in operations:
+                if server.enabled is not None and description.name not in server.enabled:
+                    continue
+                named = description.model_copy(
+                    update={
+                        "name": server.prefix + description.name,
+                        "timeout_s": description.timeout_s or server.timeout_s,
+                    }
+                )
+                registries[server.actor].add(
+                    RemoteTool(
+                        description=named, validator=compile_parameters(named), spec=spec, source=source
+                    )
+                )
+    except BaseException:
+        for source in started:
+            await source.cleanup()
+        raise
+    return started
+
+
+async def _make_source(server: ToolServer, places: ServerPlaces) -> ToolSourceSession:
+    cwd = places.code_root or places.workspace
+    if server.script is not None:
+        if places.code_root is None:
+            raise ToolLoadError(f"tool server {server.name!r}: a script needs the task's tool code")
+        script = (places.code_root / server.script).resolve()
+        if not script.is_relative_to(places.code_root.resolve()) or not script.is_file():
+            raise ToolLoadError(
+                f"tool server {server.name!r}: script {server.script!r} not found in the task's code"
+            )
+        argv = [sys.executable, str(script)]
+    else:
+        assert server.command is not None
+        argv = list(server.command)
+    safe_id = places.trial_id.replace("/", "_").replace(":", "_")
+    if server.protocol == "provider":
+        return ProviderSource(server.name, argv, cwd=cwd, env=server.env, config=server.config)
+    env = {
+        **server.env,
+        "TOLOKAFORGE_DB_URL": await places.db_url(),
+        "TOLOKAFORGE_TRIAL_ID": places.trial_id,
+    }
+    places.log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = places.log_dir / f"{safe_id}.{server.name}.log"
+    return McpSource(server.name, argv, cwd=cwd, env=env, log_path=log_path)

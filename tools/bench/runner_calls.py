@@ -1,0 +1,181 @@
+"""Benchmark: ExecuteTool round trips through a real runner, beside a bare grpclib echo floor.
+
+    uv run python tools/bench/runner_calls.py [--calls 2000]
+
+For 1 trial (sequential calls) and 64 trials (one call loop each, concurrently), with a small state
+and a 100k-record state, it prints calls/s and p50/p99 latency of ExecuteTool for a trivial python
+tool and for a tool that reads and writes one record, next to the same figures for a grpclib +
+betterproto2 servicer that answers ExecuteTool with a canned response (same payload sizes, same
+process, same event loop). The goal: runner overhead within 2x the echo floor, and latency
+independent of state size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import statistics
+import tempfile
+import textwrap
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from grpclib.client import Channel
+from grpclib.server import Server
+
+from tolokaforge.contracts.runner import (
+    ExecuteToolRequest,
+    ExecuteToolResponse,
+    ExecutionStatus,
+    RegisterTrialRequest,
+    RunnerServiceBase,
+    RunnerServiceStub,
+    ToolMetrics,
+)
+from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
+from tolokaforge.runner import RunnerSettings, start_runner
+
+TOOLS = textwrap.dedent(
+    '''
+    from __future__ import annotations
+    from typing import Any
+
+    class Ping:
+        @staticmethod
+        def invoke(data: dict[str, Any], text: str) -> str:
+            return text
+
+    class Touch:
+        @staticmethod
+        def invoke(data: dict[str, Any], index: int) -> str:
+            record = data["records"][index]
+            record["hits"] = record.get("hits", 0) + 1
+            return str(record["hits"])
+    '''
+)
+PARAMS = {
+    "Ping": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    "Touch": {"type": "object", "properties": {"index": {"type": "integer"}}, "required": ["index"]},
+}
+
+
+class EchoServicer(RunnerServiceBase):
+    """The floor: decode the request, answer a response of the same shape, nothing else."""
+
+    async def execute_tool(self, message: ExecuteToolRequest) -> ExecuteToolResponse:
+        return ExecuteToolResponse(
+            status=ExecutionStatus.SUCCESS, output="ok", metrics=ToolMetrics(latency_seconds=1e-5)
+        )
+
+
+def _spec(trial_id: str, code: Path, records: int) -> str:
+    tools = [
+        {"name": name.lower(), "parameters": params, "source": {"module_path": "tools", "class_name": name}}
+        for name, params in PARAMS.items()
+    ]
+    table = [{"id": f"R-{i}", "name": f"record {i}", "value": i * 0.5, "tags": ["a", "b"]} for i in range(records)]
+    task = {"task_id": "bench", "agent_tools": tools, "tool_code": {"path": str(code)}, "initial_state": {"tables": {"records": table}}}
+    return json.dumps({"trial_id": trial_id, "task": task})
+
+
+async def _measure(
+    trials: int, calls: int, make_call: Callable[[int, int], Awaitable[None]]
+) -> tuple[float, float, float]:
+    latencies: list[float] = []
+
+    async def loop(trial: int) -> None:
+        for n in range(calls // trials):
+            started = time.perf_counter()
+            await make_call(trial, n)
+            latencies.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(loop(t) for t in range(trials)))
+    elapsed = time.perf_counter() - started
+    latencies.sort()
+    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+    return len(latencies) / elapsed, statistics.median(latencies) * 1e3, p99 * 1e3
+
+
+async def _echo_floor(trials: int, calls: int) -> tuple[float, float, float]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY needs proto set
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = Server([EchoServicer()])
+    await server.start(sock=sock)
+    channel = Channel("127.0.0.1", port)
+    stub = RunnerServiceStub(channel)
+
+    async def call(trial: int, n: int) -> None:
+        await stub.execute_tool(_request(f"t:{trial}", "ping", {"text": "hello"}, n))
+
+    try:
+        await _measure(trials, min(calls, 200), call)  # warm-up
+        return await _measure(trials, calls, call)
+    finally:
+        channel.close()
+        server.close()
+        await server.wait_closed()
+
+
+def _request(trial_id: str, tool: str, arguments: dict[str, Any], n: int) -> ExecuteToolRequest:
+    return ExecuteToolRequest(
+        trial_id=trial_id, tool_name=tool, arguments_json=json.dumps(arguments), executor="agent", call_id=f"c{n}"
+    )
+
+
+async def _runner(trials: int, calls: int, records: int, tool: str, code: Path) -> tuple[float, float, float]:
+    handle = await start_runner(RunnerSettings())
+    channel = Channel(handle.host, handle.port)
+    stub = RunnerServiceStub(channel)
+    try:
+        for trial in range(trials):
+            response = await stub.register_trial(
+                RegisterTrialRequest(
+                    trial_id=f"t:{trial}",
+                    trial_spec_json=_spec(f"t:{trial}", code, records),
+                    engine_protocol_version=ENGINE_PROTOCOL_VERSION,
+                )
+            )
+            assert response.success, response.error
+
+        async def call(trial: int, n: int) -> None:
+            arguments = {"text": "hello"} if tool == "ping" else {"index": n % max(records, 1)}
+            result = await stub.execute_tool(_request(f"t:{trial}", tool, arguments, n))
+            assert result.status == ExecutionStatus.SUCCESS, result.error_message
+
+        await _measure(trials, min(calls, 200), call)  # warm-up
+        return await _measure(trials, calls, call)
+    finally:
+        channel.close()
+        await handle.close()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=2000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        code = Path(tmp)
+        (code / "tools.py").write_text(TOOLS)
+        print(f"{'case':<44}{'calls/s':>10}{'p50 ms':>9}{'p99 ms':>9}   floor: echo calls/s, p50, p99   ratio")
+        for trials in (1, 64):
+            floor = await _echo_floor(trials, args.calls)
+            for records in (100, 100_000):
+                # 64 trials of 100k records each is 6.4M records: keep the big case to 8 trials.
+                n_trials = trials if records < 100_000 else min(trials, 8)
+                for tool in ("ping", "touch"):
+                    rate, p50, p99 = await _runner(n_trials, args.calls, records, tool, code)
+                    label = f"{n_trials} trial(s), {records:>6} records, {tool}"
+                    print(
+                        f"{label:<44}{rate:>10.0f}{p50:>9.2f}{p99:>9.2f}   "
+                        f"{floor[0]:>8.0f}{floor[1]:>8.2f}{floor[2]:>8.2f}        {floor[0] / rate:>5.2f}x"
+                    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -128,7 +128,16 @@ def _load_tasks() -> list[Task]:
 
 
 TASKS = _load_tasks()
-task_cases = pytest.mark.parametrize("task", TASKS, ids=[f"{t.pack.root.name}/{t.task_id}" for t in TASKS])
+
+
+def cases_where(predicate: Callable[[Task], bool]) -> pytest.MarkDecorator:
+    """Parametrize over the tasks a check applies to (no skips: a check that does not apply is absent)."""
+    chosen = [task for task in TASKS if predicate(task)]
+    assert chosen, "a content check must apply to at least one task"
+    return pytest.mark.parametrize("task", chosen, ids=[f"{t.pack.root.name}/{t.task_id}" for t in chosen])
+
+
+task_cases = cases_where(lambda task: True)
 
 
 # ---------------------------------------------------------------------------- replay helpers
@@ -380,19 +389,15 @@ def test_golden_run_scores_every_component(task: Task) -> None:
         assert not missing, f"required actions not in the golden path: {missing}"
 
 
-@task_cases
+@cases_where(lambda task: task.spec["category"] in UNCHANGING_CATEGORIES)
 def test_lookups_and_refusals_change_nothing(task: Task) -> None:
-    if task.spec["category"] not in UNCHANGING_CATEGORIES:
-        pytest.skip("the golden path writes")
     state, _ = _replay(task)
     assert full_hash(state) == full_hash(_initial_state(task))
 
 
-@task_cases
+@cases_where(lambda task: bool(_unstable(task)))
 def test_declared_unstable_fields_are_on_created_records(task: Task) -> None:
     unstable = _unstable(task)
-    if not unstable:
-        pytest.skip("no unstable fields")
     initial = _initial_state(task)
     state, _ = _replay(task)
     for table_name, field_name in unstable:
@@ -414,11 +419,9 @@ def test_nondeterminism_is_confined_to_unstable_fields(task: Task) -> None:
         assert full_hash(first) == full_hash(second)
 
 
-@task_cases
+@cases_where(lambda task: bool(cast(Json, task.grading.get("custom_checks") or {}).get("enabled")))
 def test_custom_checks_pass_on_the_golden_outcome(task: Task) -> None:
-    config = cast(Json, task.grading.get("custom_checks") or {})
-    if not config.get("enabled"):
-        pytest.skip("no custom checks")
+    config = cast(Json, task.grading["custom_checks"])
     assert set(config) == {"enabled", "file", "timeout_seconds", "fail_on_error"}
     module = _import_by_path(f"example_pack_checks_{task.task_id}", task.resolve(config["file"]))
     checks = {
@@ -433,14 +436,14 @@ def test_custom_checks_pass_on_the_golden_outcome(task: Task) -> None:
         assert result["status"] == "passed" and result["score"] == 1.0, f"{name}: {result}"
 
 
-@task_cases
+def _writes(task: Task) -> list[int]:
+    return [i for i, a in enumerate(_golden_actions(task)) if task.pack.tools[a["name"]].category == "write"]
+
+
+@cases_where(lambda task: bool(_writes(task)))
 def test_dropping_the_last_write_is_caught(task: Task) -> None:
     """A wrong trajectory — the golden path missing its last write — fails some check of the task."""
-    writes = [
-        i for i, a in enumerate(_golden_actions(task)) if task.pack.tools[a["name"]].category == "write"
-    ]
-    if not writes:
-        pytest.skip("the golden path does not write")
+    writes = _writes(task)
     golden_state, golden_calls = _replay(task)
     wrong_state, wrong_calls = _replay(task, drop=writes[-1])
     unstable = _unstable(task)

@@ -1,0 +1,38 @@
+"""``tolokaforge validate --pack PATH``: load the pack and report every problem at once (exit 1 if any)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import PackLoadError
+from ..packs import load_pack
+
+__all__ = ["validate_command"]
+
+
+@click.command("validate")
+@click.option(
+    "--pack",
+    "pack_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    envvar="TOLOKAFORGE_PACK",
+    show_envvar=True,
+    help="The pack root, or its tasks/ folder.",
+)
+def validate_command(pack_path: Path) -> None:
+    """Check a pack: every file, key, referenced file and tool, all problems in one report."""
+    try:
+        pack = load_pack(pack_path)
+    except PackLoadError as error:
+        for problem in error.problems:
+            click.echo(str(problem))
+        click.echo(f"{len(error.problems)} problem(s) in {pack_path}", err=True)
+        sys.exit(1)
+    tools = {
+        tool.name for loaded in pack.tasks for tool in (*loaded.task.agent_tools, *loaded.task.user_tools)
+    }
+    click.echo(f"{pack.name}: {len(pack.tasks)} tasks, {len(tools)} tools: OK")

@@ -1,0 +1,151 @@
+"""One trial, start to finish: register, converse, grade (when the protocol allows), clean up, retry.
+
+* Only ``agent_done``, ``user_stop`` and ``max_turns`` reach GradeTrial; every other ending is answered
+  here without an RPC (no grade, the reason on the trajectory).
+* GradeTrial ``success=false`` publishes no score: the runner's error is recorded as
+  ``grading_error``. "Trial '<id>' not found" there means the runner lost the trial, like
+  TRIAL_NOT_FOUND during the conversation.
+* ``trial_lost`` is retried: CleanupTrial first, then a new attempt under an attempt-scoped id.
+* CleanupTrial runs after every attempt, whatever happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+
+from tolokaforge.contracts.runner import Grade
+from tolokaforge.core.models import TrialSpec
+from tolokaforge.core.termination import GRADEABLE_TERMINATION_REASONS, TerminationReason
+from tolokaforge.core.transcript import encode_transcript_wire
+
+from .agents.base import AgentFactory
+from .episode import Episode, run_episode
+from .errors import HostError, RegistrationFailedError, RunnerUnavailableError
+from .packs.loader import LoadedTask
+from .runner_client import RunnerClient
+from .trial_spec import build_trial_spec
+from .turns import Usage
+from .users.base import UserSimulatorFactory
+
+__all__ = ["LostAttempt", "TrialOutcome", "run_trial"]
+
+
+@dataclass(frozen=True)
+class LostAttempt:
+    trial_id: str
+    error: str
+
+
+@dataclass
+class TrialOutcome:
+    task_id: str
+    trial_index: int
+    trial_id: str
+    episode: Episode
+    grade: Grade | None = None
+    grading_error: str | None = None
+    lost_attempts: list[LostAttempt] = field(default_factory=list[LostAttempt])
+    usage: Usage = field(default_factory=Usage)
+    wall_time_s: float = 0.0
+
+    @property
+    def termination(self) -> TerminationReason | None:
+        return self.episode.termination
+
+    @property
+    def passed(self) -> bool:
+        return self.grade is not None and self.grade.binary_pass
+
+
+@dataclass(frozen=True)
+class TrialSettings:
+    run_id: str
+    max_attempts: int = 3
+    default_max_turns: int = 30
+
+
+async def run_trial(
+    runner: RunnerClient,
+    loaded: LoadedTask,
+    trial_index: int,
+    agents: AgentFactory,
+    users: UserSimulatorFactory,
+    settings: TrialSettings,
+) -> TrialOutcome:
+    task = loaded.task
+    started = time.perf_counter()
+    outcome: TrialOutcome | None = None
+    lost: list[LostAttempt] = []
+    usage = Usage()
+    for attempt in range(settings.max_attempts):
+        spec = build_trial_spec(
+            task, run_id=settings.run_id, trial_index=trial_index, attempt=attempt, agent_model=agents.model
+        )
+        outcome = await _attempt(runner, loaded, trial_index, spec.trial_id, agents, users, settings, spec)
+        usage.add(outcome.episode.usage)
+        if outcome.termination != TerminationReason.TRIAL_LOST:
+            break
+        lost.append(LostAttempt(outcome.trial_id, outcome.episode.error or "trial lost"))
+    assert outcome is not None
+    outcome.lost_attempts = lost[:-1] if outcome.termination == TerminationReason.TRIAL_LOST else lost
+    outcome.usage = usage
+    outcome.wall_time_s = time.perf_counter() - started
+    return outcome
+
+
+async def _attempt(
+    runner: RunnerClient,
+    loaded: LoadedTask,
+    trial_index: int,
+    trial_id: str,
+    agents: AgentFactory,
+    users: UserSimulatorFactory,
+    settings: TrialSettings,
+    spec: TrialSpec,
+) -> TrialOutcome:
+    task = loaded.task
+    outcome = TrialOutcome(task.task_id, trial_index, trial_id, Episode())
+    try:
+        registered = await runner.register(spec)
+    except (RegistrationFailedError, RunnerUnavailableError) as error:
+        outcome.episode.termination, outcome.episode.error = TerminationReason.ERROR, str(error)
+        return outcome
+    try:
+        try:
+            outcome.episode = await run_episode(
+                runner,
+                registered,
+                task,
+                agents.for_trial(task),
+                users.for_trial(task),
+                max_turns=task.max_turns or settings.default_max_turns,
+            )
+        except HostError as error:  # e.g. an llm user asked for where no model is configured
+            outcome.episode.termination, outcome.episode.error = TerminationReason.ERROR, str(error)
+        if outcome.termination in GRADEABLE_TERMINATION_REASONS:
+            await _grade(runner, outcome)
+    finally:
+        # Every attempt is cleaned up; a runner gone for good is reported on the trajectory, not raised.
+        with contextlib.suppress(RunnerUnavailableError):
+            await runner.cleanup(trial_id)
+    return outcome
+
+
+async def _grade(runner: RunnerClient, outcome: TrialOutcome) -> None:
+    episode = outcome.episode
+    assert episode.termination is not None
+    try:
+        response = await runner.grade(
+            outcome.trial_id, encode_transcript_wire(episode.messages), episode.termination.value
+        )
+    except RunnerUnavailableError as error:
+        outcome.grading_error = str(error)
+        return
+    if response.success and response.grade is not None:
+        outcome.grade = response.grade
+    elif response.error == f"Trial '{outcome.trial_id}' not found":
+        episode.termination, episode.error = TerminationReason.TRIAL_LOST, response.error
+    else:
+        outcome.grading_error = response.error or "GradeTrial answered success=false with no error"

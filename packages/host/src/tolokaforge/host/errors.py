@@ -1,0 +1,78 @@
+"""Every error the host raises on purpose, in one tree::
+
+    HostError                      anything the host reports as one clear line
+    ├── PackLoadError              a pack has problems (``.problems``: each names its file and key)
+    ├── RunnerUnavailableError     the runner could not be reached or kept failing at the transport
+    ├── RegistrationFailedError    RegisterTrial answered success=false (a pack or version defect)
+    ├── TrialLostError             the runner no longer holds the trial (TRIAL_NOT_FOUND, or it died)
+    ├── AgentError                 the agent could not produce a turn (provider failure, bad file)
+    └── ConfigError                a CLI/setting value the host cannot use (missing key, bad file)
+
+Errors that end a trial are recorded on its trajectory as data; only prerequisite failures (a pack
+that does not load, a runner that cannot be reached) stop a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "AgentError",
+    "ConfigError",
+    "HostError",
+    "PackLoadError",
+    "PackProblem",
+    "RegistrationFailedError",
+    "RunnerUnavailableError",
+    "TrialLostError",
+]
+
+
+class HostError(Exception):
+    """Base of the host's own errors; ``str()`` is fit to print as one line."""
+
+
+@dataclass(frozen=True)
+class PackProblem:
+    """One defect of a pack: the file it is in, the dotted key it is about, and what is wrong."""
+
+    file: Path
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.key}" if self.key else str(self.file)
+        return f"{where}: {self.message}"
+
+
+class PackLoadError(HostError):
+    """The pack has at least one problem; all of them are in ``problems``."""
+
+    def __init__(self, problems: Sequence[PackProblem]) -> None:
+        self.problems = tuple(problems)
+        count = len(self.problems)
+        head = str(self.problems[0]) if self.problems else "no problems recorded"
+        more = f" (and {count - 1} more)" if count > 1 else ""
+        super().__init__(f"{head}{more}")
+
+
+class RunnerUnavailableError(HostError):
+    """The runner's transport kept failing past the retry budget."""
+
+
+class RegistrationFailedError(HostError):
+    """RegisterTrial refused the trial; the runner's message is the error."""
+
+
+class TrialLostError(HostError):
+    """The runner no longer holds the trial's registration: the attempt ends as ``trial_lost``."""
+
+
+class AgentError(HostError):
+    """The agent (or the simulated user) could not produce a turn."""
+
+
+class ConfigError(HostError):
+    """A setting the host cannot use."""

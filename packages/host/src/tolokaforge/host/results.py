@@ -1,0 +1,186 @@
+"""Per-trial result files: ``trajectory.yaml``, ``grade.yaml`` and ``metrics.yaml``.
+
+Layout: ``<output>/trials/<task_id>/<trial_index>/``. ``grade.yaml`` is written last and by rename,
+so its presence means the trial is finished: ``--resume`` skips exactly those trials.
+
+In ``grade.yaml`` a component the runner did not evaluate (the -1.0 sentinel, an absent components
+message, an unset ``trace_checks``) is ``null``; a real 0.0 stays 0.0. A trial that was not graded
+(an ending that never reaches GradeTrial, or a grade the runner refused) has ``score: null`` and says
+why; it never carries a score the runner did not compute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+
+from tolokaforge.contracts.runner import Grade
+from tolokaforge.core.transcript import Message, ToolMessage
+
+from .conductor import TrialOutcome
+
+__all__ = [
+    "NOT_EVALUATED",
+    "dump_yaml",
+    "grade_to_dict",
+    "is_finished",
+    "read_yaml",
+    "trial_dir",
+    "write_outcome",
+]
+
+NOT_EVALUATED = -1.0
+
+
+def trial_dir(output: Path, task_id: str, trial_index: int) -> Path:
+    return output / "trials" / task_id / str(trial_index)
+
+
+def is_finished(directory: Path) -> bool:
+    return all((directory / name).is_file() for name in ("trajectory.yaml", "metrics.yaml", "grade.yaml"))
+
+
+def _component(value: float | None) -> float | None:
+    return None if value is None or value == NOT_EVALUATED else value
+
+
+def grade_to_dict(grade: Grade) -> dict[str, Any]:
+    components = grade.components
+    names = ("state_checks", "transcript_rules", "llm_judge", "custom_checks", "trace_checks")
+    return {
+        "graded": True,
+        "binary_pass": grade.binary_pass,
+        "score": grade.score,
+        "components": {
+            name: _component(getattr(components, name)) if components is not None else None for name in names
+        },
+        "reasons": [part for part in grade.reasons.split(" | ") if part] if grade.reasons else [],
+        "state_diff": json.loads(grade.state_diff_json) if grade.state_diff_json else None,
+        "custom_checks": [
+            {
+                "check_name": row.check_name,
+                "status": row.status,
+                "score": row.score,
+                "message": row.message,
+                "details": json.loads(row.details_json) if row.details_json else None,
+            }
+            for row in grade.custom_checks
+        ],
+    }
+
+
+def _ungraded(outcome: TrialOutcome) -> dict[str, Any]:
+    if outcome.grading_error is not None:
+        reason = f"grading failed: {outcome.grading_error}"
+    else:
+        termination = outcome.termination.value if outcome.termination else "unknown"
+        reason = f"not graded: the trial ended {termination}" + (
+            f" ({outcome.episode.error})" if outcome.episode.error else ""
+        )
+    return {"graded": False, "binary_pass": False, "score": None, "components": None, "reasons": [reason]}
+
+
+def _message(message: Message) -> dict[str, Any]:
+    entry: dict[str, Any] = {"role": message.role, "content": message.content}
+    if isinstance(message, ToolMessage):
+        entry["tool_call_id"] = message.tool_call_id
+    elif getattr(message, "tool_calls", ()):
+        entry["tool_calls"] = [
+            {"id": call.id, "name": call.name, "arguments": call.arguments}
+            for call in getattr(message, "tool_calls", ())
+        ]
+    return entry
+
+
+def trajectory_dict(outcome: TrialOutcome) -> dict[str, Any]:
+    episode = outcome.episode
+    return {
+        "trial_id": outcome.trial_id,
+        "task_id": outcome.task_id,
+        "trial_index": outcome.trial_index,
+        "termination_reason": episode.termination.value if episode.termination else None,
+        "error": episode.error,
+        "grading_error": outcome.grading_error,
+        "lost_attempts": [{"trial_id": lost.trial_id, "error": lost.error} for lost in outcome.lost_attempts],
+        "messages": [_message(message) for message in episode.messages],
+        "tool_calls": [
+            {
+                "call_id": call.call_id,
+                "name": call.name,
+                "executor": call.executor,
+                "arguments": call.arguments_json,
+                "status": call.status,
+                "output": call.output,
+                "error": call.error or None,
+                "error_category": call.error_category or None,
+                "latency_s": round(call.latency_s, 6),
+            }
+            for call in episode.calls
+        ],
+    }
+
+
+def metrics_dict(outcome: TrialOutcome) -> dict[str, Any]:
+    usage = outcome.usage
+    by_status: dict[str, int] = {}
+    for call in outcome.episode.calls:
+        by_status[call.status] = by_status.get(call.status, 0) + 1
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+        "cost_usd": usage.cost_usd,
+        "llm_calls": usage.llm_calls,
+        "llm_retries": usage.llm_retries,
+        "retry_log": usage.retry_log,
+        "wall_time_s": round(outcome.wall_time_s, 6),
+        "attempts": len(outcome.lost_attempts) + 1,
+        "assistant_turns": outcome.episode.assistant_turns,
+        "tool_calls": len(outcome.episode.calls),
+        "tool_calls_by_status": by_status,
+    }
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (prompts, tool outputs) as literal blocks, so the files read like the text."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = (
+        "|" if "\n" in value and not any(c in value for c in "\r\t") and value == value.rstrip(" ") else None
+    )
+    represent = cast(Any, dumper).represent_scalar  # PyYAML's stubs leave the value untyped
+    return cast(yaml.Node, represent("tag:yaml.org,2002:str", value, style=style))
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(data: dict[str, Any]) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(dump_yaml(data), encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def write_outcome(output: Path, outcome: TrialOutcome) -> Path:
+    directory = trial_dir(output, outcome.task_id, outcome.trial_index)
+    directory.mkdir(parents=True, exist_ok=True)
+    _write(directory / "trajectory.yaml", trajectory_dict(outcome))
+    _write(directory / "metrics.yaml", metrics_dict(outcome))
+    grade = grade_to_dict(outcome.grade) if outcome.grade is not None else _ungraded(outcome)
+    grade["trial_id"] = outcome.trial_id
+    _write(directory / "grade.yaml", grade)  # last: its presence marks the trial finished
+    return directory
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    loaded: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return loaded if isinstance(loaded, dict) else {}  # pyright: ignore[reportUnknownVariableType]

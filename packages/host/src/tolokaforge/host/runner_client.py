@@ -1,0 +1,190 @@
+"""The host's view of a runner: the generated RunnerService stub plus the protocol's recovery rules.
+
+* ``TRIAL_NOT_FOUND`` from ExecuteTool raises :class:`TrialLostError` (the attempt ends ``trial_lost``).
+* A transport failure during ExecuteTool does the same: whether the call ran is unknown, so the attempt
+  is abandoned and re-run from a fresh registration rather than guessed at.
+* RegisterTrial, GradeTrial and CleanupTrial are retried across transport failures with exponential
+  backoff (a runner restarting on the same address comes back), up to ``transport_budget_s``; past
+  that, :class:`RunnerUnavailableError`.
+
+``open_runner(None)`` starts the embedded runner (in this event loop, memory store) and
+``open_runner("host:port")`` connects to a running one; both yield a :class:`RunnerClient`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import grpclib.exceptions
+from grpclib.client import Channel
+from grpclib.const import Status
+
+from tolokaforge.contracts.runner import (
+    CleanupTrialRequest,
+    ExecuteToolRequest,
+    ExecuteToolResponse,
+    ExecutionStatus,
+    GradeTrialRequest,
+    GradeTrialResponse,
+    HealthCheckRequest,
+    RunnerServiceStub,
+    ToolSchema,
+)
+from tolokaforge.core.models import TrialSpec
+
+from .errors import ConfigError, RegistrationFailedError, RunnerUnavailableError, TrialLostError
+from .trial_spec import register_request
+
+__all__ = ["RegisteredTrial", "RunnerClient", "open_runner", "parse_address"]
+
+_T = TypeVar("_T")
+_TRANSIENT_STATUSES = (Status.UNAVAILABLE, Status.UNKNOWN, Status.CANCELLED)
+
+
+@dataclass(frozen=True)
+class RegisteredTrial:
+    trial_id: str
+    agent_tools: tuple[ToolSchema, ...]
+    user_tools: tuple[ToolSchema, ...]
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port`` too) -> (host, port)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ConfigError(f"runner address {address!r} must be HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+def _is_transport_error(error: BaseException) -> bool:
+    if isinstance(error, grpclib.exceptions.GRPCError):
+        return error.status in _TRANSIENT_STATUSES
+    return isinstance(
+        error, OSError | grpclib.exceptions.StreamTerminatedError | asyncio.TimeoutError | ConnectionError
+    )
+
+
+class RunnerClient:
+    """One channel to one runner, shared by every trial of a run (grpclib multiplexes on HTTP/2)."""
+
+    def __init__(
+        self, host: str, port: int, *, transport_budget_s: float = 30.0, rpc_timeout_s: float = 300.0
+    ) -> None:
+        self.address = f"{host}:{port}"
+        self._channel = Channel(host, port)
+        self._stub = RunnerServiceStub(self._channel)
+        self._budget = transport_budget_s
+        self._timeout = rpc_timeout_s
+
+    def close(self) -> None:
+        self._channel.close()
+
+    async def _retrying(self, what: str, call: Callable[[], Awaitable[_T]]) -> _T:
+        deadline = time.monotonic() + self._budget
+        delay = 0.05
+        while True:
+            try:
+                return await call()
+            except Exception as error:
+                if not _is_transport_error(error):
+                    raise
+                if time.monotonic() + delay > deadline:
+                    raise RunnerUnavailableError(
+                        f"runner at {self.address} unreachable for {what} after {self._budget:.0f}s: "
+                        f"{type(error).__name__}: {error}"
+                    ) from error
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    async def health(self) -> str:
+        response = await self._retrying(
+            "HealthCheck", lambda: self._stub.health_check(HealthCheckRequest(), timeout=self._timeout)
+        )
+        return response.status
+
+    async def register(self, spec: TrialSpec) -> RegisteredTrial:
+        request = register_request(spec)
+        response = await self._retrying(
+            "RegisterTrial", lambda: self._stub.register_trial(request, timeout=self._timeout)
+        )
+        if not response.success and "already registered" in response.error:
+            # A registration whose answer was lost in transit: forget it and register afresh.
+            await self.cleanup(spec.trial_id)
+            response = await self._retrying(
+                "RegisterTrial", lambda: self._stub.register_trial(request, timeout=self._timeout)
+            )
+        if not response.success:
+            raise RegistrationFailedError(f"RegisterTrial {spec.trial_id}: {response.error}")
+        schemas = tuple(response.tool_schemas)
+        split = response.num_agent_tools
+        return RegisteredTrial(spec.trial_id, schemas[:split], schemas[split:])
+
+    async def execute(
+        self, trial_id: str, *, call_id: str, tool_name: str, arguments_json: str, executor: str
+    ) -> ExecuteToolResponse:
+        request = ExecuteToolRequest(
+            trial_id=trial_id,
+            tool_name=tool_name,
+            arguments_json=arguments_json,
+            executor=executor,
+            call_id=call_id,
+        )
+        try:
+            response = await self._stub.execute_tool(request, timeout=self._timeout)
+        except Exception as error:
+            if _is_transport_error(error):
+                raise TrialLostError(
+                    f"runner connection failed during ExecuteTool {tool_name} ({call_id}): "
+                    f"{type(error).__name__}: {error}"
+                ) from error
+            raise
+        if response.status == ExecutionStatus.TRIAL_NOT_FOUND:
+            raise TrialLostError(response.error_message or f"Trial '{trial_id}' not found")
+        return response
+
+    async def grade(
+        self, trial_id: str, llm_messages_json: str, termination_reason: str
+    ) -> GradeTrialResponse:
+        request = GradeTrialRequest(
+            trial_id=trial_id, llm_messages_json=llm_messages_json, termination_reason=termination_reason
+        )
+        return await self._retrying(
+            "GradeTrial", lambda: self._stub.grade_trial(request, timeout=self._timeout)
+        )
+
+    async def cleanup(self, trial_id: str) -> None:
+        request = CleanupTrialRequest(trial_id=trial_id)
+        response = await self._retrying(
+            "CleanupTrial", lambda: self._stub.cleanup_trial(request, timeout=self._timeout)
+        )
+        if not response.success:
+            raise RunnerUnavailableError(f"CleanupTrial {trial_id}: {response.error}")
+
+
+@contextlib.asynccontextmanager
+async def open_runner(
+    address: str | None, *, transport_budget_s: float = 30.0
+) -> AsyncGenerator[RunnerClient]:
+    """A client of the runner at ``address``, or of an embedded runner started for the duration."""
+    if address is not None:
+        host, port = parse_address(address)
+        client = RunnerClient(host, port, transport_budget_s=transport_budget_s)
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    from tolokaforge.runner import RunnerSettings, start_runner
+
+    handle = await start_runner(RunnerSettings())
+    client = RunnerClient(handle.host, handle.port, transport_budget_s=transport_budget_s)
+    try:
+        yield client
+    finally:
+        client.close()
+        await handle.close()

@@ -1,0 +1,44 @@
+"""Trial ids and TrialSpecs: one per (task, trial index, attempt), ready for RegisterTrial.
+
+The first attempt of a trial is ``{task_id}:{trial_index}``; a retry after ``trial_lost`` is
+attempt-scoped, ``{task_id}:{trial_index}:a{attempt}``, so a runner that still holds (or records) the
+lost attempt can never confuse it with the new one.
+"""
+
+from __future__ import annotations
+
+from tolokaforge.contracts.runner import RegisterTrialRequest
+from tolokaforge.core.models import TaskDescription, TrialSpec
+from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
+
+__all__ = ["build_trial_spec", "register_request", "trial_id"]
+
+
+def trial_id(task_id: str, trial_index: int, attempt: int = 0) -> str:
+    """``task:0`` for the first attempt, ``task:0:a1`` for the first retry."""
+    base = f"{task_id}:{trial_index}"
+    return base if attempt == 0 else f"{base}:a{attempt}"
+
+
+def build_trial_spec(
+    task: TaskDescription, *, run_id: str, trial_index: int, attempt: int = 0, agent_model: str | None = None
+) -> TrialSpec:
+    return TrialSpec(
+        trial_id=trial_id(task.task_id, trial_index, attempt),
+        run_id=run_id,
+        trial_index=trial_index,
+        attempt=attempt,
+        task=task,
+        agent_model={"model": agent_model} if agent_model else None,
+    )
+
+
+def register_request(spec: TrialSpec) -> RegisterTrialRequest:
+    """The RegisterTrial request for ``spec``, always carrying this engine's protocol version."""
+    return RegisterTrialRequest(
+        trial_id=spec.trial_id,
+        # exclude_unset: a JSONPath check knows its operator by the fields that were given, so an
+        # unset operator must not travel as an explicit null.
+        trial_spec_json=spec.model_dump_json(exclude_unset=True),
+        engine_protocol_version=ENGINE_PROTOCOL_VERSION,
+    )

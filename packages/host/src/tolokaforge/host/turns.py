@@ -1,0 +1,62 @@
+"""What an agent or a simulated user hands the trial loop: a turn, its proposed calls, its spend.
+
+A turn's calls carry the provider's own id (which may repeat or be empty) and the arguments exactly
+as produced; the trial loop assigns episode-unique ids and sends the raw arguments to the runner, which
+is the one judge of whether they are valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["AgentTurn", "ProposedCall", "Usage", "UserTurn"]
+
+
+@dataclass(frozen=True)
+class ProposedCall:
+    id: str
+    name: str
+    arguments_json: str
+
+
+@dataclass
+class Usage:
+    """Spend of one trial's LLM traffic (agent and simulated user together)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    """None once any call's model had no price: a partial sum would read as the whole cost."""
+    llm_calls: int = 0
+    llm_retries: int = 0
+    retry_log: list[str] = field(default_factory=list[str])
+
+    def add(self, other: Usage) -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost_usd = (
+            None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
+        )
+        self.llm_calls += other.llm_calls
+        self.llm_retries += other.llm_retries
+        self.retry_log.extend(other.retry_log)
+
+
+@dataclass(frozen=True)
+class AgentTurn:
+    """One assistant turn. ``done`` declares the task finished once this turn's calls have run."""
+
+    content: str
+    tool_calls: tuple[ProposedCall, ...] = ()
+    done: bool = False
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True)
+class UserTurn:
+    """One simulated-user turn. ``stop`` ends the conversation (the user said ###STOP###)."""
+
+    content: str
+    tool_calls: tuple[ProposedCall, ...] = ()
+    stop: bool = False
+    usage: Usage | None = None

@@ -1,0 +1,121 @@
+"""Fixtures: the example packs, broken copies of them, and a real local chat-completions server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+PACKS = Path(__file__).resolve().parents[3] / "examples" / "packs"
+
+
+@pytest.fixture
+def packs_dir() -> Path:
+    return PACKS
+
+
+@pytest.fixture
+def pack_copy(tmp_path: Path) -> Callable[[str], Path]:
+    """``pack_copy(name)`` -> a writable copy of an example pack."""
+
+    def copy(name: str) -> Path:
+        target = tmp_path / name
+        shutil.copytree(PACKS / name, target, ignore=shutil.ignore_patterns("__pycache__"))
+        return target
+
+    return copy
+
+
+Responder = Callable[[dict[str, Any], int], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class ChatServer:
+    """A chat-completions endpoint whose answers a test scripts; it records every request body."""
+
+    url: str
+    requests: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+
+
+class Replies:
+    """Builders of chat-completions answers (a fixture, since test modules cannot import conftest)."""
+
+    @staticmethod
+    def completion(
+        message: dict[str, Any], *, prompt_tokens: int = 100, completion_tokens: int = 20
+    ) -> web.Response:
+        return _completion(message, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+    @staticmethod
+    def tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+        return _tool_call(call_id, name, arguments)
+
+    @staticmethod
+    def assistant_turns(body: dict[str, Any]) -> int:
+        return _assistant_turns(body)
+
+
+@pytest.fixture
+def replies() -> Replies:
+    return Replies()
+
+
+def _completion(
+    message: dict[str, Any], *, prompt_tokens: int = 100, completion_tokens: int = 20
+) -> web.Response:
+    body = {
+        "id": "cmpl",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+    }
+    return web.json_response(body)
+
+
+def _tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {
+        "content": None,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        ],
+    }
+
+
+def _assistant_turns(body: dict[str, Any]) -> int:
+    """How many assistant messages the request carries: the step the conversation is at."""
+    return sum(1 for message in body["messages"] if message["role"] == "assistant")
+
+
+@pytest.fixture
+async def chat_server() -> AsyncIterator[Callable[[Responder], Awaitable[ChatServer]]]:
+    runners: list[web.AppRunner] = []
+
+    async def start(responder: Responder) -> ChatServer:
+        server = ChatServer(url="")
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            assert request.headers["Authorization"] == "Bearer test-key"
+            body = json.loads(await request.text())
+            server.requests.append(body)
+            return await responder(body, len(server.requests))
+
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        runners.append(runner)
+        port = runner.addresses[0][1]
+        server.url = f"http://127.0.0.1:{port}/v1"
+        return server
+
+    yield start
+    for runner in runners:
+        await runner.cleanup()

@@ -1,0 +1,123 @@
+"""Resume, the scripted agent, TOOL_NOT_FOUND, a refused grade and the CLI's one-line prerequisite errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tolokaforge.host.agents import GoldenAgentFactory, ScriptedAgentFactory, load_script
+from tolokaforge.host.cli import main
+from tolokaforge.host.errors import ConfigError
+from tolokaforge.host.packs import load_pack
+from tolokaforge.host.run import RunSettings, run_pack
+from tolokaforge.host.users.router import UserRouter
+
+
+async def test_resume_skips_finished_trials(packs_dir: Path, tmp_path: Path) -> None:
+    pack = load_pack(packs_dir / "dual_control")
+    settings = RunSettings(output=tmp_path, trials=2, concurrency=8)
+    first = await run_pack(pack, GoldenAgentFactory(), UserRouter(), settings)
+    assert (first.ran, len(first.rows), first.pass_hat(2)) == (8, 8, 1.0)
+    kept = tmp_path / "trials" / "dc_roaming_abroad" / "0" / "trajectory.yaml"
+    stamp = kept.stat().st_mtime_ns
+    (tmp_path / "trials" / "dc_data_addon_purchase" / "1" / "grade.yaml").unlink()  # an unfinished trial
+
+    with pytest.raises(ConfigError, match="--resume"):
+        await run_pack(pack, GoldenAgentFactory(), UserRouter(), settings)
+    resumed = await run_pack(
+        pack, GoldenAgentFactory(), UserRouter(), RunSettings(output=tmp_path, trials=2, resume=True)
+    )
+    assert (resumed.ran, resumed.skipped, len(resumed.rows), resumed.pass_rate) == (1, 7, 8, 1.0)
+    assert kept.stat().st_mtime_ns == stamp
+    assert (tmp_path / "trials" / "dc_data_addon_purchase" / "1" / "grade.yaml").is_file()
+
+
+async def test_unknown_tool_fails_the_trial_without_grading(packs_dir: Path, tmp_path: Path) -> None:
+    script = tmp_path / "turns.yaml"
+    script.write_text(
+        yaml.safe_dump(
+            [
+                {"tool_calls": [{"name": "get_line_details", "arguments": {"line_id": "L-1002"}}]},
+                {"tool_calls": [{"name": "format_hard_drive", "arguments": {}}]},
+            ]
+        )
+    )
+    pack = load_pack(packs_dir / "dual_control")
+    output = tmp_path / "out"
+    summary = await run_pack(
+        pack,
+        ScriptedAgentFactory(load_script(script)),
+        UserRouter(),
+        RunSettings(output=output, task_ids=("dc_roaming_abroad",)),
+    )
+    folder = output / "trials" / "dc_roaming_abroad" / "0"
+    trajectory = yaml.safe_load((folder / "trajectory.yaml").read_text())
+    grade = yaml.safe_load((folder / "grade.yaml").read_text())
+    assert trajectory["termination_reason"] == "tool_not_found"
+    assert [c["status"] for c in trajectory["tool_calls"]] == ["SUCCESS", "TOOL_NOT_FOUND"]
+    assert grade["graded"] is False and grade["score"] is None and not grade["binary_pass"]
+    assert "tool_not_found" in grade["reasons"][0]
+    assert summary.pass_rate == 0.0 and summary.mean_score is None
+
+
+async def test_a_refused_grade_publishes_no_score(pack_copy: Callable[[str], Path], tmp_path: Path) -> None:
+    root = pack_copy("dual_control")
+    grading = root / "tasks" / "dc_data_addon_purchase" / "grading.yaml"
+    data = yaml.safe_load(grading.read_text())
+    data["llm_judge"] = {
+        "rubric": [{"id": "polite", "criterion": "is polite", "weight": 1.0}]
+    }  # no runner judges it
+    grading.write_text(yaml.safe_dump(data))
+    pack = load_pack(root)
+    output = tmp_path / "out"
+    summary = await run_pack(
+        pack,
+        GoldenAgentFactory(),
+        UserRouter(),
+        RunSettings(output=output, task_ids=("dc_data_addon_purchase",)),
+    )
+    folder = output / "trials" / "dc_data_addon_purchase" / "0"
+    trajectory = yaml.safe_load((folder / "trajectory.yaml").read_text())
+    grade = yaml.safe_load((folder / "grade.yaml").read_text())
+    assert trajectory["termination_reason"] == "agent_done"
+    assert trajectory["grading_error"] and "llm_judge" in trajectory["grading_error"]
+    assert grade["score"] is None and grade["graded"] is False
+    assert grade["reasons"][0].startswith("grading failed:")
+    assert summary.to_dict()["grading_errors"] == 1 and summary.mean_score is None
+
+
+def test_cli_runs_a_pack_and_reports_prerequisites_in_one_line(
+    packs_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOLOKAFORGE_TRIALS", "2")  # every option is an environment variable too
+    output = tmp_path / "run"
+    main(
+        [
+            "run",
+            "--pack",
+            str(packs_dir / "dual_control"),
+            "--task",
+            "dc_refuse_sim_swap_wrong_pin",
+            "--output",
+            str(output),
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert "pass^2" in printed and "1.000" in printed
+    assert yaml.safe_load((output / "summary.yaml").read_text())["trials"] == 2
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--pack", str(tmp_path / "missing")])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.startswith("tolokaforge: error:") and "Traceback" not in error
+
+    with pytest.raises(SystemExit):
+        main(["run", "--pack", str(packs_dir / "retail"), "--agent", "llm"])
+    assert (
+        capsys.readouterr().err.strip()
+        == "tolokaforge: error: --agent llm needs --model (or TOLOKAFORGE_MODEL)"
+    )

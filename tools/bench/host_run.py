@@ -1,0 +1,121 @@
+"""Benchmark: golden-agent trials per second on the retail pack, embedded and against a runner process.
+
+    uv run python tools/bench/host_run.py [--pack examples/packs/retail] [--trials 1]
+
+For concurrency 1 and 16, on the embedded runner (in this process) and on ``tolokaforge-runner`` in
+another process, it runs every task of the pack with the golden agent and prints trials/s. Beside each
+figure it prints the floor measured in the same run against the same runner: the rate of bare
+RegisterTrial + CleanupTrial round trips of the pack's own trial specs at the same concurrency, the
+least any trial costs before a single tool call or grade.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from tolokaforge.host.agents import GoldenAgentFactory
+from tolokaforge.host.packs import Pack, load_pack
+from tolokaforge.host.run import RunSettings, run_pack
+from tolokaforge.host.runner_client import RunnerClient
+from tolokaforge.host.trial_spec import build_trial_spec
+from tolokaforge.host.users.router import UserRouter
+from tolokaforge.runner import start_runner
+
+CONCURRENCIES = (1, 16)
+
+
+@asynccontextmanager
+async def embedded() -> AsyncGenerator[str]:
+    handle = await start_runner()
+    try:
+        yield handle.address
+    finally:
+        await handle.close()
+
+
+@asynccontextmanager
+async def subprocess_runner() -> AsyncGenerator[str]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    executable = shutil.which("tolokaforge-runner")
+    if executable is None:
+        raise SystemExit("tolokaforge-runner is not on PATH (run under `uv run`)")
+    process = await asyncio.create_subprocess_exec(
+        executable, "--port", str(port), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+    )
+    assert process.stdout is not None
+    await asyncio.wait_for(process.stdout.readline(), timeout=60)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+async def floor_rate(address: str, pack: Pack, concurrency: int, rounds: int) -> float:
+    """RegisterTrial + CleanupTrial round trips per second over the pack's specs."""
+    host, port = address.rsplit(":", 1)
+    client = RunnerClient(host, int(port))
+    specs = [
+        build_trial_spec(loaded.task, run_id="floor", trial_index=index)
+        for index in range(rounds)
+        for loaded in pack.tasks
+    ]
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(spec_index: int) -> None:
+        async with gate:
+            spec = specs[spec_index]
+            await client.register(spec)
+            await client.cleanup(spec.trial_id)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(len(specs))))
+    elapsed = time.perf_counter() - started
+    client.close()
+    return len(specs) / elapsed
+
+
+async def trial_rate(address: str, pack: Pack, concurrency: int, trials: int) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory(prefix="tf-bench-") as scratch:
+        started = time.perf_counter()
+        summary = await run_pack(
+            pack,
+            GoldenAgentFactory(),
+            UserRouter(),
+            RunSettings(output=Path(scratch) / "run", trials=trials, concurrency=concurrency, runner=address),
+        )
+        elapsed = time.perf_counter() - started
+    return summary.ran / elapsed, summary.pass_rate
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--pack", type=Path, default=Path("examples/packs/retail"))
+    parser.add_argument("--trials", type=int, default=1, help="trials per task")
+    args = parser.parse_args()
+    pack = load_pack(args.pack)
+    print(f"pack {pack.name}: {len(pack.tasks)} tasks x {args.trials} trial(s), golden agent")
+    print(f"{'runner':<11}{'conc':>5}{'trials/s':>11}{'floor reg+cleanup/s':>22}{'ratio':>8}{'pass':>7}")
+    for mode, opener in (("embedded", embedded), ("process", subprocess_runner)):
+        async with opener() as address:
+            await floor_rate(address, pack, 4, 1)  # warm-up: imports, code bundle, caches
+            for concurrency in CONCURRENCIES:
+                floor = await floor_rate(address, pack, concurrency, args.trials)
+                rate, passed = await trial_rate(address, pack, concurrency, args.trials)
+                print(
+                    f"{mode:<11}{concurrency:>5}{rate:>11.2f}{floor:>22.2f}{rate / floor:>8.2f}{passed:>7.2f}"
+                )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

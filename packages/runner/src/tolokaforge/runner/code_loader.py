@@ -65,7 +65,8 @@ def load_code(code: ToolCode, work_dir: Path) -> CodeBundle:
     else:
         assert code.files is not None
         digest = _digest_files(code.files)
-        root = _materialise(code.files, work_dir / f"code-{digest[:24]}")
+        with _lock:  # another registration may be importing from this very bundle
+            root = _materialise(code.files, work_dir / f"code-{digest[:24]}")
     package = f"{_PREFIX}{hashlib.sha256(f'{root}|{digest}'.encode()).hexdigest()[:24]}"
     with _lock:
         if package not in sys.modules:
@@ -99,6 +100,9 @@ def _materialise(files: dict[str, str], root: Path) -> Path:
             raise ToolLoadError(f"tool_code.files: path {name!r} must be relative and stay inside the bundle")
         target = root.joinpath(*relative.parts)
         target.parent.mkdir(parents=True, exist_ok=True)
-        if not target.exists() or target.read_text() != text:
-            target.write_text(text)
+        if not target.exists():
+            # The directory is named by the content digest: an existing file already holds this text.
+            partial = target.with_suffix(target.suffix + ".partial")
+            partial.write_text(text)
+            partial.replace(target)
     return root.resolve()

@@ -197,7 +197,12 @@ SERVERS = FIXTURES / "servers"
 
 def fixture_server(name: str, protocol: str, script: str, *args: str, **extra: Any) -> dict[str, Any]:
     """A ``tool_servers`` entry running one of fixtures/servers/ with this interpreter."""
-    return {"name": name, "protocol": protocol, "command": [sys.executable, str(SERVERS / script), *args], **extra}
+    return {
+        "name": name,
+        "protocol": protocol,
+        "command": [sys.executable, str(SERVERS / script), *args],
+        **extra,
+    }
 
 
 @pytest.fixture

@@ -26,7 +26,9 @@ def _details(response: ExecuteToolResponse) -> dict[str, Any]:
     return json.loads(response.tool_error.details_json) if response.tool_error.details_json else {}
 
 
-async def _start(stub: RunnerServiceStub, server_spec: SpecWith, trial_id: str, *args: str, **extra: Any) -> None:
+async def _start(
+    stub: RunnerServiceStub, server_spec: SpecWith, trial_id: str, *args: str, **extra: Any
+) -> None:
     spec = server_spec(trial_id, fixture_server("test", "provider", "provider.py", *args, **extra))
     response = await stub.register_trial(register_request(spec))
     assert response.success, response.error
@@ -168,6 +170,8 @@ async def test_cleanup_stops_the_provider(
     await _start(stub, server_spec, "prov_cleanup:0", "--chatty")
     pid = int(json.loads((await call_tool("prov_cleanup:0", "pid", {}, "c0")).output)["value"])
     for index in range(200):  # a provider logging 2 kB per call never blocks on its stderr pipe
-        assert (await call_tool("prov_cleanup:0", "echo", {"text": "x"}, f"c{index + 1}")).status == ExecutionStatus.SUCCESS
+        assert (
+            await call_tool("prov_cleanup:0", "echo", {"text": "x"}, f"c{index + 1}")
+        ).status == ExecutionStatus.SUCCESS
     assert (await stub.cleanup_trial(CleanupTrialRequest(trial_id="prov_cleanup:0"))).success
     assert not psutil.pid_exists(pid)

@@ -20,6 +20,7 @@ __all__ = [
     "TaskDescription",
     "ToolCode",
     "ToolDescription",
+    "ToolServer",
     "ToolSource",
     "UnstableField",
     "UserSimulatorConfig",
@@ -64,6 +65,39 @@ class ToolCode(SpecModel):
     def _exactly_one(self) -> ToolCode:
         if (self.path is None) == (self.files is None):
             raise ValueError("tool_code needs exactly one of 'path' and 'files'")
+        return self
+
+
+class ToolServer(SpecModel):
+    """An out-of-process tool source the runner starts once per trial; its tools come from the server.
+
+    ``protocol`` "mcp" is a stdio MCP server (it gets ``TOLOKAFORGE_DB_URL`` and ``TOLOKAFORGE_TRIAL_ID``
+    so it keeps its tables in the DB service); "provider" is a ToolProviderService plugin that
+    announces a gRPC address on stdout. The process is ``script`` (a Python file relative to the task's
+    code root, run with the runner's interpreter) or ``command`` (an argv run as is). It runs in the
+    code root when the task has tool code, else in the trial's workspace. The tools it offers are
+    named ``prefix`` + the server's own name, and ``enabled`` (server names) picks a subset.
+    """
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    protocol: Literal["mcp", "provider"]
+    script: str | None = Field(default=None, min_length=1)
+    command: list[str] | None = Field(default=None, min_length=1)
+    actor: Literal["agent", "user"] = "agent"
+    prefix: str = Field(default="", max_length=64, pattern=r"^[A-Za-z0-9_.-]*$")
+    enabled: list[str] | None = None
+    config: dict[str, Any] = {}
+    """Sent to a provider's Configure as JSON; must be empty for an MCP server."""
+    env: dict[str, str] = {}
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Budget of this server's tools that declare none; absent means the trial's default."""
+
+    @model_validator(mode="after")
+    def _one_launcher(self) -> ToolServer:
+        if (self.script is None) == (self.command is None):
+            raise ValueError("a tool server needs exactly one of 'script' and 'command'")
+        if self.protocol == "mcp" and self.config:
+            raise ValueError("'config' is for provider servers; an MCP server takes none")
         return self
 
 
@@ -122,6 +156,8 @@ class TaskDescription(SpecModel):
     agent_tools: list[ToolDescription] = []
     user_tools: list[ToolDescription] = []
     tool_code: ToolCode | None = None
+    tool_servers: list[ToolServer] = []
+    """Out-of-process tool sources (MCP servers, tool-provider plugins), started per trial."""
     initial_state: InitialState = Field(default_factory=InitialState)
     grading: GradingConfig = Field(default_factory=GradingConfig.not_configured)
     user_simulator: UserSimulatorConfig | None = None
@@ -138,4 +174,10 @@ class TaskDescription(SpecModel):
                 seen.add(tool.name)
         if (self.agent_tools or self.user_tools) and self.tool_code is None:
             raise ValueError("tools are declared but tool_code (where their code lives) is missing")
+        names = [server.name for server in self.tool_servers]
+        if len(names) != len(set(names)):
+            raise ValueError("tool_servers: server names must be unique")
+        for server in self.tool_servers:
+            if server.script is not None and self.tool_code is None:
+                raise ValueError(f"tool_servers: {server.name!r} names a script but tool_code is missing")
         return self

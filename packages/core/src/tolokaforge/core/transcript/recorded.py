@@ -43,6 +43,7 @@ class RecordedToolCall:
         timestamp: When the call started, seconds since the epoch.
         error_message: ``ExecuteToolResponse.error_message``; ``""`` on success.
         error_category: A classifier of the failure when the runner has one, else None.
+        attempts: How many times the runner ran the call (>1 when the kernel retried it unseen).
     """
 
     call_id: str
@@ -56,6 +57,7 @@ class RecordedToolCall:
     timestamp: float
     error_message: str = ""
     error_category: str | None = None
+    attempts: int = 1
 
     def __post_init__(self) -> None:
         # Checked at run time too: the runner builds these from request strings, and a record that no
@@ -74,6 +76,8 @@ class RecordedToolCall:
             raise InvalidRecordedToolCallError(
                 "status", f"expected one of {', '.join(RECORDED_CALL_STATUSES)}, got {self.status!r}"
             )
+        if self.attempts < 1:
+            raise InvalidRecordedToolCallError("attempts", f"must be 1 or more, got {self.attempts}")
         if not (math.isfinite(self.latency_seconds) and self.latency_seconds >= 0):
             raise InvalidRecordedToolCallError(
                 "latency_seconds", f"must be a finite number of seconds >= 0, got {self.latency_seconds}"

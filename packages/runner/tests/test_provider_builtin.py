@@ -1,0 +1,100 @@
+"""The built-in fs and exec providers (plugins/) run by a real runner in the trial's workspace."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tolokaforge.contracts.runner import ExecuteToolResponse, ExecutionStatus, RunnerServiceStub
+from tolokaforge.contracts.tool import ToolErrorCategory
+from tolokaforge.runner import RunnerHandle
+
+from .conftest import register_request
+
+CallTool = Callable[..., Awaitable[ExecuteToolResponse]]
+SpecWith = Callable[..., dict[str, Any]]
+
+
+def _provider(name: str, module: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "protocol": "provider", "command": [sys.executable, "-m", module], **extra}
+
+
+@pytest.fixture
+async def workspace(runner: RunnerHandle, stub: RunnerServiceStub, server_spec: SpecWith) -> Path:
+    spec = server_spec(
+        "builtin:0",
+        _provider("fs", "tolokaforge_provider_fs.server", prefix="fs_"),
+        _provider("exec", "tolokaforge_provider_exec.server", prefix="exec_", timeout_s=3.0),
+    )
+    response = await stub.register_trial(register_request(spec))
+    assert response.success, response.error
+    names = {schema.name for schema in response.tool_schemas}
+    assert names == {"fs_read", "fs_write", "fs_list", "exec_run"}
+    path = runner.servicer.registry.get("builtin:0").workspace
+    assert path is not None
+    return path
+
+
+def _category(response: ExecuteToolResponse) -> ToolErrorCategory | None:
+    return response.tool_error.category if response.tool_error is not None else None
+
+
+async def test_fs_reads_writes_and_lists_inside_the_workspace(workspace: Path, call_tool: CallTool) -> None:
+    written = await call_tool("builtin:0", "fs_write", {"path": "notes/a.txt", "content": "hi"}, "c1")
+    assert written.status == ExecutionStatus.SUCCESS, written.error_message
+    assert (workspace / "notes" / "a.txt").read_text() == "hi"
+    read = await call_tool("builtin:0", "fs_read", {"path": "notes/a.txt"}, "c2")
+    assert json.loads(read.output) == {"path": "notes/a.txt", "content": "hi"}
+    listed = await call_tool("builtin:0", "fs_list", {}, "c3")
+    assert json.loads(listed.output)["entries"] == [{"name": "notes", "type": "dir"}]
+    missing = await call_tool("builtin:0", "fs_read", {"path": "nope.txt"}, "c4")
+    assert _category(missing) == ToolErrorCategory.NOT_FOUND
+
+
+async def test_fs_refuses_escapes_and_symlinks_out_of_the_workspace(
+    workspace: Path, call_tool: CallTool, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("top secret")
+    (workspace / "link").symlink_to(secret)
+    (workspace / "dirlink").symlink_to(tmp_path, target_is_directory=True)
+    attempts = [
+        ("fs_read", {"path": "../secret.txt"}),
+        ("fs_read", {"path": str(secret)}),
+        ("fs_read", {"path": "link"}),
+        ("fs_read", {"path": "dirlink/secret.txt"}),
+        ("fs_write", {"path": "link", "content": "pwned"}),
+        ("fs_write", {"path": "../../escaped.txt", "content": "pwned"}),
+        ("fs_list", {"path": ".."}),
+    ]
+    for index, (tool, arguments) in enumerate(attempts):
+        response = await call_tool("builtin:0", tool, arguments, f"c{index}")
+        assert _category(response) == ToolErrorCategory.PERMISSION_DENIED, (tool, arguments, response)
+    assert secret.read_text() == "top secret"
+
+
+async def test_exec_runs_in_the_workspace_with_exit_status_and_deadline(
+    workspace: Path, call_tool: CallTool
+) -> None:
+    (workspace / "here.txt").write_text("x")
+    listed = await call_tool("builtin:0", "exec_run", {"command": ["ls"]}, "c1")
+    assert listed.status == ExecutionStatus.SUCCESS, listed.error_message
+    assert json.loads(listed.output)["stdout"] == "here.txt\n"
+    failed = await call_tool(
+        "builtin:0", "exec_run", {"command": ["sh", "-c", "echo oops >&2; exit 3"]}, "c2"
+    )
+    assert _category(failed) == ToolErrorCategory.EXECUTION_FAILED
+    assert failed.tool_error is not None
+    details = json.loads(failed.tool_error.details_json)
+    assert details["exit_code"] == 3 and "oops" in details["stderr"]
+    slow = await call_tool(
+        "builtin:0", "exec_run", {"command": ["sleep", "30"], "timeout_seconds": 0.5}, "c3"
+    )
+    assert slow.status == ExecutionStatus.TIMEOUT and _category(slow) == ToolErrorCategory.TIMEOUT
+    absent = await call_tool("builtin:0", "exec_run", {"command": ["no-such-command-here"]}, "c4")
+    assert _category(absent) == ToolErrorCategory.NOT_FOUND

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import secrets
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+import asyncpg  # pyright: ignore[reportMissingTypeStubs]
 import psutil
 import pytest
 from grpclib.client import Channel
@@ -19,6 +25,8 @@ from tolokaforge.contracts.runner import (
     RunnerServiceStub,
 )
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
+from tolokaforge.db.server import serve_settings
+from tolokaforge.db.settings import Settings as DbSettings
 from tolokaforge.runner import RunnerHandle, RunnerSettings, start_runner
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -99,11 +107,61 @@ def register_request(
     )
 
 
+ADMIN_DSN = os.environ.get("TOLOKAFORGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+async def _admin(sql: str) -> None:
+    connect: Any = asyncpg.connect  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    connection: Any = await connect(ADMIN_DSN)
+    try:
+        await connection.execute(sql)
+    finally:
+        await connection.close()
+
+
+def _run_admin(sql: str) -> None:
+    # Its own thread and loop: the fixture is first requested from inside a running test loop.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, _admin(sql)).result()
+
+
+@pytest.fixture(scope="session")
+def runner_pg_dsn() -> Iterator[str]:
+    """A fresh PostgreSQL database for the runner's http-postgres mode, dropped after the session."""
+    name = f"tf_runner_test_{os.getpid()}_{secrets.token_hex(4)}"
+    _run_admin(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(urlsplit(ADMIN_DSN)._replace(path="/" + name))
+    finally:
+        _run_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture
-async def runner() -> AsyncIterator[RunnerHandle]:
-    handle = await start_runner(RunnerSettings())
-    yield handle
-    await handle.close()
+def store_mode() -> str:
+    """Where the runner keeps state: "memory" (in-process, the embedded default) unless a module
+    overrides this fixture with params to run its tests against "http-postgres" too."""
+    return "memory"
+
+
+@pytest.fixture
+async def runner(store_mode: str, request: pytest.FixtureRequest) -> AsyncIterator[RunnerHandle]:
+    if store_mode == "memory":
+        handle = await start_runner(RunnerSettings())
+        yield handle
+        await handle.close()
+        return
+    # A real DB service (uvicorn, PostgreSQL store) on loopback, reached over HTTP.
+    dsn: str = request.getfixturevalue("runner_pg_dsn")
+    settings = DbSettings(store="postgres", dsn=dsn, port=0)
+    async with serve_settings(settings) as db_url:
+        handle = await start_runner(RunnerSettings(db_url=db_url))
+        try:
+            yield handle
+        finally:
+            # The database outlives this test: free what it registered so ids can be reused.
+            for trial_id in handle.servicer.registry.trial_ids():
+                await handle.servicer.registry.cleanup(trial_id)
+            await handle.close()
 
 
 @pytest.fixture

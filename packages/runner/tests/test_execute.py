@@ -24,6 +24,14 @@ from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.runner import RunnerHandle
 
 SpecFactory = Callable[..., dict[str, Any]]
+
+
+@pytest.fixture(params=["memory", "http-postgres"])
+def store_mode(request: pytest.FixtureRequest) -> str:
+    """Every test here runs on both stores: in-process memory, and a DB service over HTTP on PostgreSQL."""
+    return request.param
+
+
 RequestFor = Callable[..., RegisterTrialRequest]
 
 

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tolokaforge.contracts.runner import (
     CleanupTrialRequest,
     ExecuteToolRequest,
@@ -22,6 +24,14 @@ from tolokaforge.core.stable_hash import stable_hash
 from tolokaforge.runner import RunnerHandle
 
 SpecFactory = Callable[..., dict[str, Any]]
+
+
+@pytest.fixture(params=["memory", "http-postgres"])
+def store_mode(request: pytest.FixtureRequest) -> str:
+    """Every test here runs on both stores: in-process memory, and a DB service over HTTP on PostgreSQL."""
+    return request.param
+
+
 RequestFor = Callable[..., RegisterTrialRequest]
 
 

@@ -58,6 +58,9 @@ class TrialRegistry:
     def __len__(self) -> int:
         return len(self._trials)
 
+    def trial_ids(self) -> list[str]:
+        return list(self._trials)
+
     def get(self, trial_id: str) -> TrialContext:
         trial = self._trials.get(trial_id)
         if trial is None:

@@ -235,7 +235,7 @@ async def test_health_check(
     health = await stub.health_check(HealthCheckRequest())
     assert health.status == "healthy" and health.db_service_connected
     assert health.num_active_trials == 1
-    assert health.version and health.available_adapters == ["tau_sync"]
+    assert health.version and health.available_adapters == ["tau_sync", "mcp", "provider"]
 
 
 async def test_tool_code_as_files_inside_the_spec(

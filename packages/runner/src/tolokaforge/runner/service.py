@@ -178,7 +178,7 @@ class RunnerServicer(RunnerServiceBase):
             version=__version__,
             num_active_trials=len(self.registry),
             db_service_connected=connected,
-            available_adapters=["tau_sync"],
+            available_adapters=["tau_sync", "mcp", "provider"],
         )
 
 

@@ -1,0 +1,166 @@
+"""``HttpStateClient``: the StateClient over HTTP, on aiohttp.
+
+aiohttp, not httpx: measured here against the same uvicorn app (tools/bench/db_store.py prints it),
+aiohttp keeps its throughput with many requests in flight where httpx.AsyncClient falls by an order of
+magnitude. One session (one connection pool) per client; share the client between tasks.
+
+Error answers map back to the errors.py class of their status, so code catches the same exceptions
+whichever client it holds. Transport failures (refused connection, timeout) raise aiohttp's own errors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+from urllib.parse import quote
+
+import aiohttp
+
+from tolokaforge.db.client import HealthInfo, StateHashes, VersionedState
+from tolokaforge.db.errors import (
+    BadRequestError,
+    ConflictError,
+    DBServiceError,
+    NotFoundError,
+    PayloadTooLargeError,
+    ValidationFailedError,
+)
+from tolokaforge.db.names import check_snapshot_name, check_table_name, check_trial_id
+from tolokaforge.db.wire import dump_body
+
+__all__ = ["HttpStateClient"]
+
+_BY_STATUS: dict[int, type[DBServiceError]] = {
+    cls.status: cls
+    for cls in (BadRequestError, NotFoundError, ConflictError, PayloadTooLargeError, ValidationFailedError)
+}
+_JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def _error(status: int, body: bytes) -> DBServiceError:
+    try:
+        decoded = cast(dict[str, Any], json.loads(body))
+        message = str(decoded.get("message", ""))
+        details = cast(dict[str, Any], decoded.get("details") or {})
+    except (ValueError, AttributeError, TypeError):
+        message, details = body[:200].decode("utf-8", "replace"), {}
+    cls = _BY_STATUS.get(status, DBServiceError)
+    return cls(
+        message or f"HTTP {status}", {**details, "status": status} if cls is DBServiceError else details
+    )
+
+
+class HttpStateClient:
+    """A StateClient for a DB service at ``base_url`` (e.g. ``http://127.0.0.1:8765``)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        session: aiohttp.ClientSession | None = None,
+        timeout_s: float = 60.0,
+        max_connections: int = 100,
+    ) -> None:
+        self._base = base_url.rstrip("/")
+        self._owns_session = session is None
+        self._session = session or aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=max_connections),
+            timeout=aiohttp.ClientTimeout(total=timeout_s),
+        )
+
+    async def _call(self, method: str, path: str, body: Any = None, params: Any = None) -> Any:
+        data = None if body is None else dump_body(body)
+        async with self._session.request(
+            method,
+            self._base + path,
+            data=data,
+            params=params,
+            headers=_JSON_HEADERS if data is not None else None,
+        ) as response:
+            payload = await response.read()
+            if response.status >= 400:
+                raise _error(response.status, payload)
+        return json.loads(payload) if payload else None
+
+    @staticmethod
+    def _trial(trial_id: str) -> str:
+        return "/trials/" + quote(check_trial_id(trial_id), safe="")
+
+    async def init_trial(
+        self,
+        trial_id: str,
+        tables: Mapping[str, Any],
+        *,
+        schemas: Sequence[Mapping[str, Any]] = (),
+        unstable_fields: Sequence[Mapping[str, Any]] = (),
+    ) -> StateHashes:
+        """Create the trial; the full hash comes from a second request (TrialInfo carries the stable one)."""
+        body = {"tables": tables, "schemas": list(schemas), "unstable_fields": list(unstable_fields)}
+        await self._call("POST", self._trial(trial_id) + "/init", body)
+        return await self.get_hashes(trial_id)
+
+    async def get_state(
+        self, trial_id: str, *, tables: Sequence[str] | None = None, stable: bool = False
+    ) -> VersionedState:
+        params = None if tables is None else [("tables", check_table_name(name)) for name in tables]
+        path = self._trial(trial_id) + ("/state/stable" if stable else "/state")
+        body = cast(dict[str, Any], await self._call("GET", path, params=params))
+        return VersionedState(version=body["version"], tables=body["tables"])
+
+    async def get_hashes(self, trial_id: str) -> StateHashes:
+        body = cast(dict[str, Any], await self._call("GET", self._trial(trial_id) + "/state/hash"))
+        return StateHashes(body["version"], body["stable_hash"], body["full_hash"])
+
+    async def patch(
+        self, trial_id: str, changes: Sequence[Mapping[str, Any]], *, expected_version: int | None = None
+    ) -> int:
+        body: dict[str, Any] = {"changes": list(changes)}
+        if expected_version is not None:
+            body["expected_version"] = expected_version
+        answer = cast(dict[str, Any], await self._call("PATCH", self._trial(trial_id) + "/state", body))
+        return cast(int, answer["version"])
+
+    async def patch_table(
+        self,
+        trial_id: str,
+        table_name: str,
+        operations: Sequence[Mapping[str, Any]],
+        *,
+        expected_version: int | None = None,
+    ) -> int:
+        """PATCH one table (``/state/{table_name}``); return the new version."""
+        body: dict[str, Any] = {"operations": list(operations)}
+        if expected_version is not None:
+            body["expected_version"] = expected_version
+        path = self._trial(trial_id) + "/state/" + check_table_name(table_name)
+        return cast(int, cast(dict[str, Any], await self._call("PATCH", path, body))["version"])
+
+    def _snapshot(self, trial_id: str, name: str) -> str:
+        return self._trial(trial_id) + "/snapshots/" + quote(check_snapshot_name(name), safe="")
+
+    async def create_snapshot(self, trial_id: str, name: str) -> int:
+        answer = cast(dict[str, Any], await self._call("POST", self._snapshot(trial_id, name)))
+        return cast(int, answer["version"])
+
+    async def restore_snapshot(self, trial_id: str, name: str) -> StateHashes:
+        await self._call("POST", self._snapshot(trial_id, name) + "/restore")
+        return await self.get_hashes(trial_id)
+
+    async def delete_snapshot(self, trial_id: str, name: str) -> None:
+        await self._call("DELETE", self._snapshot(trial_id, name))
+
+    async def reset(self, trial_id: str) -> StateHashes:
+        await self._call("POST", self._trial(trial_id) + "/reset")
+        return await self.get_hashes(trial_id)
+
+    async def delete_trial(self, trial_id: str) -> None:
+        await self._call("DELETE", self._trial(trial_id))
+
+    async def health(self) -> HealthInfo:
+        body = cast(dict[str, Any], await self._call("GET", "/health"))
+        return HealthInfo(body["status"], body["store"], body["version"], body["num_trials"])
+
+    async def aclose(self) -> None:
+        if self._owns_session:
+            await self._session.close()

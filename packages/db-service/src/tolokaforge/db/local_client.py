@@ -1,0 +1,117 @@
+"""``LocalStateClient``: the StateClient over a store in this process (the embedded default).
+
+It calls the same :class:`~tolokaforge.db.service.Service` the HTTP app calls, and passes every body
+through the same JSON encoding and strict parsing the wire does. So it validates and fails exactly as
+the HTTP client does, and the caller's objects and the store's never alias: mutating what you sent or
+what you got back cannot change the stored state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from tolokaforge.db.client import HealthInfo, StateHashes, VersionedState
+from tolokaforge.db.memory import MemoryStore
+from tolokaforge.db.service import Service
+from tolokaforge.db.spec import ApiSpec
+from tolokaforge.db.store import Store
+from tolokaforge.db.wire import dump_body, parse_body
+
+__all__ = ["LocalStateClient"]
+
+
+def _wire(value: Any) -> Any:
+    """``value`` as the service would receive it over HTTP: encoded, then parsed strictly."""
+    return parse_body(dump_body(value))
+
+
+class LocalStateClient:
+    """A StateClient on an in-process store. Create with :meth:`open`; close with :meth:`aclose`."""
+
+    def __init__(self, service: Service, *, owns_store: bool) -> None:
+        self._service = service
+        self._owns_store = owns_store
+
+    @classmethod
+    async def open(cls, store: Store | None = None, *, spec: ApiSpec | None = None) -> LocalStateClient:
+        """A client on ``store`` (started here), by default a new memory store closed by :meth:`aclose`."""
+        owns = store is None
+        store = store or MemoryStore()
+        await store.start()
+        return cls(Service(store, spec or ApiSpec.load()), owns_store=owns)
+
+    @property
+    def service(self) -> Service:
+        return self._service
+
+    async def init_trial(
+        self,
+        trial_id: str,
+        tables: Mapping[str, Any],
+        *,
+        schemas: Sequence[Mapping[str, Any]] = (),
+        unstable_fields: Sequence[Mapping[str, Any]] = (),
+    ) -> StateHashes:
+        body = {"tables": tables, "schemas": list(schemas), "unstable_fields": list(unstable_fields)}
+        await self._service.init_trial(trial_id, _wire(body))
+        return await self.get_hashes(trial_id)
+
+    async def get_state(
+        self, trial_id: str, *, tables: Sequence[str] | None = None, stable: bool = False
+    ) -> VersionedState:
+        names = None if tables is None else list(tables)
+        encoded = await self._service.get_state(trial_id, stable=stable, tables=names)
+        body = cast(dict[str, Any], parse_body(encoded))
+        return VersionedState(version=body["version"], tables=body["tables"])
+
+    async def get_hashes(self, trial_id: str) -> StateHashes:
+        body = await self._service.get_hashes(trial_id)
+        return StateHashes(body["version"], body["stable_hash"], body["full_hash"])
+
+    async def patch(
+        self, trial_id: str, changes: Sequence[Mapping[str, Any]], *, expected_version: int | None = None
+    ) -> int:
+        body: dict[str, Any] = {"changes": list(changes)}
+        if expected_version is not None:
+            body["expected_version"] = expected_version
+        return cast(int, (await self._service.patch_state(trial_id, _wire(body)))["version"])
+
+    async def patch_table(
+        self,
+        trial_id: str,
+        table_name: str,
+        operations: Sequence[Mapping[str, Any]],
+        *,
+        expected_version: int | None = None,
+    ) -> int:
+        """PATCH one table (``/state/{table_name}``); return the new version."""
+        body: dict[str, Any] = {"operations": list(operations)}
+        if expected_version is not None:
+            body["expected_version"] = expected_version
+        return cast(int, (await self._service.patch_table(trial_id, table_name, _wire(body)))["version"])
+
+    async def create_snapshot(self, trial_id: str, name: str) -> int:
+        return cast(int, (await self._service.create_snapshot(trial_id, name))["version"])
+
+    async def restore_snapshot(self, trial_id: str, name: str) -> StateHashes:
+        await self._service.restore_snapshot(trial_id, name)
+        return await self.get_hashes(trial_id)
+
+    async def delete_snapshot(self, trial_id: str, name: str) -> None:
+        await self._service.delete_snapshot(trial_id, name)
+
+    async def reset(self, trial_id: str) -> StateHashes:
+        await self._service.reset(trial_id)
+        return await self.get_hashes(trial_id)
+
+    async def delete_trial(self, trial_id: str) -> None:
+        await self._service.delete_trial(trial_id)
+
+    async def health(self) -> HealthInfo:
+        body = await self._service.health()
+        return HealthInfo(body["status"], body["store"], body["version"], body["num_trials"])
+
+    async def aclose(self) -> None:
+        if self._owns_store:
+            await self._service.store.close()

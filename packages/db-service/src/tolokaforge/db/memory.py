@@ -1,0 +1,120 @@
+"""The memory store (the embedded default): immutable trial states, so snapshots are references.
+
+Every method runs without awaiting, so on one event loop each call is atomic and calls on a trial
+serialize by construction. A batch builds new tables and swaps them in only when all of it succeeded.
+Snapshot, restore and reset swap one reference (and reuse the memoised hashes of the state restored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tolokaforge.db.errors import ConflictError, NotFoundError
+from tolokaforge.db.operations import TableChange, apply_changes
+from tolokaforge.db.record_schemas import RecordValidator
+from tolokaforge.db.state import TrialState
+from tolokaforge.db.store import Hashes, TrialInit
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass(slots=True)
+class _Trial:
+    initial: TrialState
+    current: TrialState
+    validators: dict[str, RecordValidator]
+    version: int = 0
+    snapshots: dict[str, TrialState] = field(default_factory=dict[str, TrialState])
+
+    def hashes(self) -> Hashes:
+        return Hashes(self.version, self.current.stable_hash, self.current.full_hash)
+
+
+class MemoryStore:
+    """Trials in this process's memory; gone when the process ends."""
+
+    kind = "memory"
+
+    def __init__(self) -> None:
+        self._trials: dict[str, _Trial] = {}
+
+    async def start(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        self._trials.clear()
+
+    async def count_trials(self) -> int:
+        return len(self._trials)
+
+    def _trial(self, trial_id: str) -> _Trial:
+        trial = self._trials.get(trial_id)
+        if trial is None:
+            raise NotFoundError(f"no trial {trial_id!r}", {"trial_id": trial_id})
+        return trial
+
+    async def init_trial(self, trial_id: str, init: TrialInit) -> Hashes:
+        if trial_id in self._trials:
+            raise ConflictError(f"trial {trial_id!r} exists", {"trial_id": trial_id})
+        state = TrialState(dict(init.tables), dict(init.unstable))
+        trial = _Trial(initial=state, current=state, validators=dict(init.validators))
+        self._trials[trial_id] = trial
+        return trial.hashes()
+
+    async def read_state(
+        self, trial_id: str, *, stable: bool, names: Sequence[str] | None
+    ) -> tuple[int, bytes]:
+        trial = self._trial(trial_id)
+        for name in names or ():
+            if name not in trial.current.tables:
+                raise NotFoundError(f"no table {name!r} in trial {trial_id!r}", {"table_name": name})
+        return trial.version, trial.current.encode(stable=stable, names=names)
+
+    async def hashes(self, trial_id: str) -> Hashes:
+        return self._trial(trial_id).hashes()
+
+    async def patch(
+        self, trial_id: str, changes: Sequence[TableChange], expected_version: int | None
+    ) -> tuple[int, int]:
+        trial = self._trial(trial_id)
+        if expected_version is not None and expected_version != trial.version:
+            raise ConflictError(
+                f"trial {trial_id!r} is at version {trial.version}, not {expected_version}",
+                {"version": trial.version, "expected_version": expected_version},
+            )
+        tables, applied = apply_changes(trial.current.tables.get, changes, trial.validators)
+        trial.current = trial.current.replace_tables(tables)
+        trial.version += 1
+        return trial.version, applied
+
+    async def create_snapshot(self, trial_id: str, name: str) -> int:
+        trial = self._trial(trial_id)
+        if name in trial.snapshots:
+            raise ConflictError(f"snapshot {name!r} exists", {"snapshot_name": name})
+        trial.snapshots[name] = trial.current
+        return trial.version
+
+    async def restore_snapshot(self, trial_id: str, name: str) -> Hashes:
+        trial = self._trial(trial_id)
+        snapshot = trial.snapshots.get(name)
+        if snapshot is None:
+            raise NotFoundError(f"no snapshot {name!r}", {"snapshot_name": name})
+        trial.current = snapshot
+        trial.version += 1
+        return trial.hashes()
+
+    async def delete_snapshot(self, trial_id: str, name: str) -> None:
+        trial = self._trial(trial_id)
+        if trial.snapshots.pop(name, None) is None:
+            raise NotFoundError(f"no snapshot {name!r}", {"snapshot_name": name})
+
+    async def reset(self, trial_id: str) -> Hashes:
+        trial = self._trial(trial_id)
+        trial.current = trial.initial
+        trial.version += 1
+        return trial.hashes()
+
+    async def delete_trial(self, trial_id: str) -> None:
+        self._trial(trial_id)
+        del self._trials[trial_id]

@@ -1,0 +1,174 @@
+"""The DB service's operations, transport-neutral: validate, call the store, shape the answer.
+
+The ASGI app and the in-process client both call this one class, so a request is validated and fails
+the same way whichever way it arrives. Checks run in a fixed order: names in the path (422), the body
+against its contract schema (422), then the store (404 / 409 / 422).
+
+Answers are the contract's response objects as plain dicts, except the state reads, which are returned
+as ready-encoded JSON bytes (the store's canonical encoding, which is valid JSON) to avoid re-encoding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, cast
+
+from tolokaforge.db.errors import ValidationFailedError
+from tolokaforge.db.operations import TableChange
+from tolokaforge.db.record_schemas import compile_schemas
+from tolokaforge.db.spec import ApiSpec
+from tolokaforge.db.store import Hashes, Store, TrialInit
+from tolokaforge.db.tables import Record, build_table
+
+__all__ = ["Service"]
+
+_MAX_TABLE_FILTER = 256
+
+
+def _package_version() -> str:
+    try:
+        return version("tolokaforge-db")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0+unknown"
+
+
+class Service:
+    """One store behind the contract's operations."""
+
+    def __init__(self, store: Store, spec: ApiSpec) -> None:
+        self.store = store
+        self.spec = spec
+        self.version = _package_version()
+
+    def _trial_id(self, trial_id: str) -> None:
+        self.spec.check_name("TrialId", trial_id, "trial_id")
+
+    def _table_name(self, name: str) -> None:
+        self.spec.check_name("TableName", name, "table_name")
+
+    async def health(self) -> dict[str, Any]:
+        return {
+            "status": "healthy",
+            "store": self.store.kind,
+            "version": self.version,
+            "num_trials": await self.store.count_trials(),
+        }
+
+    async def init_trial(self, trial_id: str, body: Any) -> dict[str, Any]:
+        self._trial_id(trial_id)
+        self.spec.validate("InitRequest", body)
+        request = cast(dict[str, Any], body)
+        raw_tables = cast(dict[str, Any], request["tables"])
+        for name in raw_tables:
+            self._table_name(name)
+        tables = {name: build_table(value) for name, value in raw_tables.items()}
+        schemas = cast(list[dict[str, Any]], request.get("schemas", []))
+        validators = compile_schemas(schemas)
+        for name, validator in validators.items():
+            # A schema (like an unstable field) naming a table this trial lacks is inert: no batch can
+            # create a table, so it never meets a record.
+            table = tables.get(name)
+            if table is not None:
+                validator.check((record for _, record in table.located()), context="init")
+        unstable: dict[str, set[str]] = {}
+        for name in validators:
+            self._table_name(name)
+        for spec in cast(list[dict[str, str]], request.get("unstable_fields", [])):
+            self._table_name(spec["table_name"])
+            unstable.setdefault(spec["table_name"], set()).add(spec["field_name"])
+        init = TrialInit(
+            tables=tables,
+            unstable={name: frozenset(fields) for name, fields in unstable.items()},
+            schemas=schemas,
+            validators=validators,
+        )
+        hashes = await self.store.init_trial(trial_id, init)
+        return {
+            "trial_id": trial_id,
+            "version": hashes.version,
+            "tables": sorted(tables),
+            "stable_hash": hashes.stable_hash,
+        }
+
+    async def get_state(self, trial_id: str, *, stable: bool, tables: Sequence[str] | None) -> bytes:
+        """The StateResponse body, encoded."""
+        self._trial_id(trial_id)
+        if tables is not None:
+            if len(tables) > _MAX_TABLE_FILTER:
+                raise ValidationFailedError(f"at most {_MAX_TABLE_FILTER} tables per request")
+            for name in tables:
+                self._table_name(name)
+            tables = list(dict.fromkeys(tables))
+        version, encoded = await self.store.read_state(trial_id, stable=stable, names=tables)
+        # trial_id matched the TrialId pattern: plain ASCII, nothing to escape.
+        return b'{"trial_id":"%s","version":%d,"tables":%s}' % (trial_id.encode(), version, encoded)
+
+    async def get_hashes(self, trial_id: str) -> dict[str, Any]:
+        self._trial_id(trial_id)
+        hashes = await self.store.hashes(trial_id)
+        return {
+            "trial_id": trial_id,
+            "version": hashes.version,
+            "stable_hash": hashes.stable_hash,
+            "full_hash": hashes.full_hash,
+        }
+
+    async def patch_table(self, trial_id: str, table_name: str, body: Any) -> dict[str, Any]:
+        self._trial_id(trial_id)
+        self._table_name(table_name)
+        self.spec.validate("TablePatchRequest", body)
+        request = cast(dict[str, Any], body)
+        change = TableChange(table_name, cast(list[Record], request["operations"]))
+        return await self._patch(trial_id, [change], cast(int | None, request.get("expected_version")))
+
+    async def patch_state(self, trial_id: str, body: Any) -> dict[str, Any]:
+        self._trial_id(trial_id)
+        self.spec.validate("StatePatchRequest", body)
+        request = cast(dict[str, Any], body)
+        changes: list[TableChange] = []
+        for change in cast(list[Mapping[str, Any]], request["changes"]):
+            self._table_name(cast(str, change["table_name"]))
+            changes.append(TableChange(cast(str, change["table_name"]), change["operations"]))
+        return await self._patch(trial_id, changes, cast(int | None, request.get("expected_version")))
+
+    async def _patch(
+        self, trial_id: str, changes: Sequence[TableChange], expected_version: int | None
+    ) -> dict[str, Any]:
+        # JSON Schema counts 3.0 as an integer; the store compares versions as ints.
+        expected = None if expected_version is None else int(expected_version)
+        for change in changes:
+            for operation in change.operations:
+                if "index" in operation:
+                    cast(dict[str, Any], operation)["index"] = int(operation["index"])
+        new_version, applied = await self.store.patch(trial_id, changes, expected)
+        return {"trial_id": trial_id, "version": new_version, "applied": applied}
+
+    def _names(self, trial_id: str, snapshot_name: str) -> None:
+        self._trial_id(trial_id)
+        self.spec.check_name("SnapshotName", snapshot_name, "snapshot_name")
+
+    async def create_snapshot(self, trial_id: str, snapshot_name: str) -> dict[str, Any]:
+        self._names(trial_id, snapshot_name)
+        saved = await self.store.create_snapshot(trial_id, snapshot_name)
+        return {"trial_id": trial_id, "snapshot_name": snapshot_name, "version": saved}
+
+    async def restore_snapshot(self, trial_id: str, snapshot_name: str) -> dict[str, Any]:
+        self._names(trial_id, snapshot_name)
+        return _state_version(trial_id, await self.store.restore_snapshot(trial_id, snapshot_name))
+
+    async def delete_snapshot(self, trial_id: str, snapshot_name: str) -> None:
+        self._names(trial_id, snapshot_name)
+        await self.store.delete_snapshot(trial_id, snapshot_name)
+
+    async def reset(self, trial_id: str) -> dict[str, Any]:
+        self._trial_id(trial_id)
+        return _state_version(trial_id, await self.store.reset(trial_id))
+
+    async def delete_trial(self, trial_id: str) -> None:
+        self._trial_id(trial_id)
+        await self.store.delete_trial(trial_id)
+
+
+def _state_version(trial_id: str, hashes: Hashes) -> dict[str, Any]:
+    return {"trial_id": trial_id, "version": hashes.version, "stable_hash": hashes.stable_hash}

@@ -1,0 +1,105 @@
+"""The OpenAPI document, loaded once: request validation and name patterns come from it, nowhere else.
+
+The service validates request bodies against the document's own component schemas with ``jsonschema``
+(exact JSON Schema semantics: ``false`` is not an integer, ``2.0`` is), so the contract file is the only
+definition of what a valid request is. Name patterns are applied with ``re.fullmatch``: Python's ``$``
+also matches before a trailing newline, which JSON Schema's does not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from functools import cached_property
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match  # pyright: ignore[reportUnknownVariableType]
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from tolokaforge.db.errors import ValidationFailedError
+
+__all__ = ["METHODS", "ApiSpec", "find_spec_file", "first_error"]
+
+METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
+_SPEC_RELATIVE = Path("contracts/openapi/db-service.yaml")
+_URI = "urn:tolokaforge:db-service"
+
+
+_best_match = cast(Callable[[Iterator[Any]], Any], best_match)
+
+
+def first_error(validator: Any, value: Any) -> tuple[str, str] | None:
+    """``(message, JSON path)`` of the most relevant error ``validator`` finds in ``value``, or None."""
+    error = _best_match(validator.iter_errors(value))
+    if error is None:
+        return None
+    return str(error.message), "/".join(str(part) for part in error.absolute_path)
+
+
+def find_spec_file() -> Path:
+    """The contract file, found in ``contracts/openapi`` above this package (a workspace checkout)."""
+    for parent in Path(__file__).resolve().parents:
+        candidate = parent / _SPEC_RELATIVE
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"{_SPEC_RELATIVE} not found above {__file__}; pass its path (--spec)")
+
+
+class ApiSpec:
+    """One OpenAPI document: its bytes (served as is), its operations and its component schemas."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.text = path.read_text(encoding="utf-8")
+        self.document = cast(dict[str, Any], yaml.safe_load(self.text))
+        resource: Resource[Any] = Resource(contents=self.document, specification=DRAFT202012)
+        self._registry: Registry[Any] = Registry().with_resource(_URI, resource)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        self._validators: dict[str, Draft202012Validator] = {}
+        self._patterns: dict[str, re.Pattern[str]] = {}
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> ApiSpec:
+        return cls(path or find_spec_file())
+
+    @cached_property
+    def operations(self) -> set[tuple[str, str]]:
+        """``(METHOD, path)`` for every operation the document declares."""
+        paths = cast(dict[str, dict[str, Any]], self.document["paths"])
+        return {
+            (method.upper(), path) for path, item in paths.items() for method in item if method in METHODS
+        }
+
+    def _schema(self, name: str) -> dict[str, Any]:
+        return cast(dict[str, Any], self.document["components"]["schemas"][name])
+
+    def validate(self, name: str, value: Any) -> None:
+        """Raise ValidationFailedError unless ``value`` satisfies component schema ``name``."""
+        validator = self._validators.get(name)
+        if validator is None:
+            schema = {"$ref": f"{_URI}#/components/schemas/{name}"}
+            validator = Draft202012Validator(schema, registry=self._registry)
+            self._validators[name] = validator
+        error = first_error(validator, value)
+        if error is not None:
+            message, where = error
+            raise ValidationFailedError(
+                f"{name}: {message}" if not where else f"{name} at /{where}: {message}",
+                {"schema": name, "path": where},
+            )
+
+    def matches(self, name: str, value: str) -> bool:
+        """Whether ``value`` matches the ``pattern`` of string component ``name`` (whole string)."""
+        pattern = self._patterns.get(name)
+        if pattern is None:
+            pattern = re.compile(cast(str, self._schema(name)["pattern"]))
+            self._patterns[name] = pattern
+        return pattern.fullmatch(value) is not None
+
+    def check_name(self, name: str, value: str, what: str) -> None:
+        """Raise ValidationFailedError unless ``value`` is a valid ``name`` (TrialId, TableName, ...)."""
+        if not self.matches(name, value):
+            raise ValidationFailedError(f"invalid {what}: {value[:80]!r}", {"field": what, "schema": name})

@@ -1,0 +1,82 @@
+"""The store interface: what the service needs from a backend, whichever one holds the tables.
+
+Inputs arrive validated (names, bodies, record schemas compiled); a store enforces only what needs its
+data: existence (404), uniqueness and versions (409), and record schemas after a batch (422). Every
+mutating call is atomic and bumps the version by one; calls on one trial serialize.
+
+States leave a store as canonical JSON bytes, ready to hash or to send, so a store never has to rebuild
+Python objects to answer a read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from tolokaforge.db.operations import TableChange
+from tolokaforge.db.record_schemas import RecordValidator
+from tolokaforge.db.tables import Table
+
+__all__ = ["Hashes", "Store", "TrialInit"]
+
+
+@dataclass(frozen=True, slots=True)
+class TrialInit:
+    """A validated InitRequest: tables built and checked against their record schemas."""
+
+    tables: Mapping[str, Table]
+    unstable: Mapping[str, frozenset[str]]
+    schemas: Sequence[Mapping[str, Any]]
+    """TableSchema objects as sent (a durable store keeps them to rebuild ``validators``)."""
+    validators: Mapping[str, RecordValidator]
+
+
+@dataclass(frozen=True, slots=True)
+class Hashes:
+    version: int
+    stable_hash: str
+    full_hash: str
+
+
+class Store(Protocol):
+    """A backend holding every trial's current state, initial state and snapshots."""
+
+    kind: str
+    """``memory`` or ``postgres`` (HealthResponse.store)."""
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def count_trials(self) -> int: ...
+
+    async def init_trial(self, trial_id: str, init: TrialInit) -> Hashes:
+        """Create the trial at version 0. ConflictError if it exists."""
+        ...
+
+    async def read_state(
+        self, trial_id: str, *, stable: bool, names: Sequence[str] | None
+    ) -> tuple[int, bytes]:
+        """``(version, canonical encoding of the tables)``; NotFoundError for an unknown trial or table."""
+        ...
+
+    async def hashes(self, trial_id: str) -> Hashes: ...
+
+    async def patch(
+        self, trial_id: str, changes: Sequence[TableChange], expected_version: int | None
+    ) -> tuple[int, int]:
+        """Apply ``changes`` as one batch; ``(new version, operations applied)``."""
+        ...
+
+    async def create_snapshot(self, trial_id: str, name: str) -> int:
+        """Save the current state; return its version. ConflictError if ``name`` is taken."""
+        ...
+
+    async def restore_snapshot(self, trial_id: str, name: str) -> Hashes: ...
+
+    async def delete_snapshot(self, trial_id: str, name: str) -> None: ...
+
+    async def reset(self, trial_id: str) -> Hashes: ...
+
+    async def delete_trial(self, trial_id: str) -> None: ...

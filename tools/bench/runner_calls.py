@@ -40,7 +40,7 @@ from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.runner import RunnerSettings, start_runner
 
 TOOLS = textwrap.dedent(
-    '''
+    """
     from __future__ import annotations
     from typing import Any
 
@@ -55,7 +55,7 @@ TOOLS = textwrap.dedent(
             record = data["records"][index]
             record["hits"] = record.get("hits", 0) + 1
             return str(record["hits"])
-    '''
+    """
 )
 PARAMS = {
     "Ping": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
@@ -77,8 +77,15 @@ def _spec(trial_id: str, code: Path, records: int) -> str:
         {"name": name.lower(), "parameters": params, "source": {"module_path": "tools", "class_name": name}}
         for name, params in PARAMS.items()
     ]
-    table = [{"id": f"R-{i}", "name": f"record {i}", "value": i * 0.5, "tags": ["a", "b"]} for i in range(records)]
-    task = {"task_id": "bench", "agent_tools": tools, "tool_code": {"path": str(code)}, "initial_state": {"tables": {"records": table}}}
+    table = [
+        {"id": f"R-{i}", "name": f"record {i}", "value": i * 0.5, "tags": ["a", "b"]} for i in range(records)
+    ]
+    task = {
+        "task_id": "bench",
+        "agent_tools": tools,
+        "tool_code": {"path": str(code)},
+        "initial_state": {"tables": {"records": table}},
+    }
     return json.dumps({"trial_id": trial_id, "task": task})
 
 
@@ -102,7 +109,9 @@ async def _measure(
 
 
 async def _echo_floor(trials: int, calls: int) -> tuple[float, float, float]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY needs proto set
+    sock = socket.socket(
+        socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP
+    )  # TCP_NODELAY needs proto set
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     server = Server([EchoServicer()])
@@ -124,7 +133,11 @@ async def _echo_floor(trials: int, calls: int) -> tuple[float, float, float]:
 
 def _request(trial_id: str, tool: str, arguments: dict[str, Any], n: int) -> ExecuteToolRequest:
     return ExecuteToolRequest(
-        trial_id=trial_id, tool_name=tool, arguments_json=json.dumps(arguments), executor="agent", call_id=f"c{n}"
+        trial_id=trial_id,
+        tool_name=tool,
+        arguments_json=json.dumps(arguments),
+        executor="agent",
+        call_id=f"c{n}",
     )
 
 
@@ -162,7 +175,9 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         code = Path(tmp)
         (code / "tools.py").write_text(TOOLS)
-        print(f"{'case':<44}{'calls/s':>10}{'p50 ms':>9}{'p99 ms':>9}   floor: echo calls/s, p50, p99   ratio")
+        print(
+            f"{'case':<44}{'calls/s':>10}{'p50 ms':>9}{'p99 ms':>9}   floor: echo calls/s, p50, p99   ratio"
+        )
         for trials in (1, 64):
             floor = await _echo_floor(trials, args.calls)
             for records in (100, 100_000):

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from tolokaforge.host.cli import cli
 from tolokaforge.host.errors import PackLoadError
-from tolokaforge.host.packs import load_pack
+from tolokaforge.host.packs import inspect_pack, load_pack
 
 
 def test_retail_pack_loads_every_task_with_its_tools_and_grading(packs_dir: Path) -> None:
@@ -145,3 +145,45 @@ def test_validate_reports_every_problem_at_once(pack_copy: Callable[[str], Path]
 def test_validate_accepts_the_example_packs(packs_dir: Path) -> None:
     result = CliRunner().invoke(cli, ["validate", "--pack", str(packs_dir / "retail")])
     assert result.exit_code == 0 and "retail: 23 tasks, 19 tools: OK" in result.output
+
+
+def test_inspect_pack_loads_the_good_tasks_and_reports_problems_per_task(
+    pack_copy: Callable[[str], Path],
+) -> None:
+    root = pack_copy("retail")
+    _edit(
+        root / "tasks" / "lookup_order_tracking" / "grading.yaml",
+        lambda d: d["transcript_rules"].__setitem__("must_contian", ["x"]),
+    )
+    _edit(
+        root / "tasks" / "lookup_refund_quote" / "grading.yaml",
+        lambda d: d["state_checks"]["hash"]["golden_actions"][0].__setitem__("name", "no_such_tool"),
+    )
+    report = inspect_pack(root)
+    assert len(report.pack.tasks) == 21 and report.pack_problems == ()
+    broken = {task.task_id: [p.key for p in task.problems] for task in report.broken}
+    assert broken == {
+        "lookup_order_tracking": ["transcript_rules.must_contian"],
+        "lookup_refund_quote": ["state_checks.hash.golden_actions[0].name"],
+    }
+    # Golden names left to a caller that checks them against a runner: that task loads.
+    unchecked = inspect_pack(root, check_golden_names=False)
+    assert [task.task_id for task in unchecked.broken] == ["lookup_order_tracking"]
+    assert len(unchecked.pack.tasks) == 22
+    with pytest.raises(PackLoadError) as caught:
+        load_pack(root)
+    assert caught.value.problems == report.problems
+
+
+def test_inspect_pack_reports_a_broken_tool_module_on_every_task_using_it(
+    pack_copy: Callable[[str], Path],
+) -> None:
+    root = pack_copy("dual_control")
+    (root / "tools" / "__init__.py").write_text("raise RuntimeError('boom')\n")
+    report = inspect_pack(root)
+    assert report.pack.tasks == ()
+    assert len(report.broken) == 4
+    assert all("RuntimeError: boom" in task.problems[0].message for task in report.broken)
+    with pytest.raises(PackLoadError) as caught:
+        load_pack(root)
+    assert len(caught.value.problems) == 1  # load_pack names it once, as before

@@ -1,9 +1,14 @@
 """The OpenAPI document, loaded once: request validation and name patterns come from it, nowhere else.
 
-The service validates request bodies against the document's own component schemas with ``jsonschema``
-(exact JSON Schema semantics: ``false`` is not an integer, ``2.0`` is), so the contract file is the only
-definition of what a valid request is. Name patterns are applied with ``re.fullmatch``: Python's ``$``
-also matches before a trailing newline, which JSON Schema's does not.
+The service validates request bodies against the document's own component schemas, so the contract
+file is the only definition of what a valid request is. Every body is first checked by a validator
+``fastjsonschema`` compiled from those schemas (about 20x faster than interpreting them: this is on
+every PATCH). The compiled validator decides; a body it rejects then goes through ``jsonschema`` only
+to find the most precise error message. The two agree on every verdict but one, which a property test
+pins down (tests/test_spec.py): a ``pattern`` ending in ``$`` matches before a trailing newline in
+``jsonschema`` (Python's ``re`` semantics) and not in the compiled validator (JSON Schema's ECMA-262
+semantics, the correct one) -- so ``"orders\n"`` is not a table name. Name patterns in paths are
+applied with ``re.fullmatch`` for the same reason.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
+import fastjsonschema  # pyright: ignore[reportMissingTypeStubs]
 import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match  # pyright: ignore[reportUnknownVariableType]
@@ -59,6 +65,7 @@ class ApiSpec:
         resource: Resource[Any] = Resource(contents=self.document, specification=DRAFT202012)
         self._registry: Registry[Any] = Registry().with_resource(_URI, resource)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
         self._validators: dict[str, Draft202012Validator] = {}
+        self._fast: dict[str, Callable[[Any], Any]] = {}
         self._patterns: dict[str, re.Pattern[str]] = {}
 
     @classmethod
@@ -76,20 +83,37 @@ class ApiSpec:
     def _schema(self, name: str) -> dict[str, Any]:
         return cast(dict[str, Any], self.document["components"]["schemas"][name])
 
+    def fast_validator(self, name: str) -> Callable[[Any], Any]:
+        """Component schema ``name`` compiled to Python; raises ``fastjsonschema.JsonSchemaException``."""
+        fast = self._fast.get(name)
+        if fast is None:
+            # The schemas use only keywords whose meaning draft-07 and 2020-12 share (no $ref siblings
+            # that constrain, no prefixItems / unevaluated*), so the draft-07 compiler applies as is.
+            root = {"$ref": f"#/components/schemas/{name}", "components": self.document["components"]}
+            fast = cast(Callable[[Any], Any], fastjsonschema.compile(root))  # pyright: ignore[reportUnknownMemberType]
+            self._fast[name] = fast
+        return fast
+
     def validate(self, name: str, value: Any) -> None:
         """Raise ValidationFailedError unless ``value`` satisfies component schema ``name``."""
+        try:
+            self.fast_validator(name)(value)
+            return
+        except fastjsonschema.JsonSchemaException as refusal:  # pyright: ignore[reportUnknownMemberType]
+            fast_message = str(refusal)
         validator = self._validators.get(name)
         if validator is None:
             schema = {"$ref": f"{_URI}#/components/schemas/{name}"}
             validator = Draft202012Validator(schema, registry=self._registry)
             self._validators[name] = validator
         error = first_error(validator, value)
-        if error is not None:
-            message, where = error
-            raise ValidationFailedError(
-                f"{name}: {message}" if not where else f"{name} at /{where}: {message}",
-                {"schema": name, "path": where},
-            )
+        if error is None:  # only the trailing-newline pattern case: the compiled validator is right
+            raise ValidationFailedError(f"{name}: {fast_message}", {"schema": name, "path": ""})
+        message, where = error
+        raise ValidationFailedError(
+            f"{name}: {message}" if not where else f"{name} at /{where}: {message}",
+            {"schema": name, "path": where},
+        )
 
     def matches(self, name: str, value: str) -> bool:
         """Whether ``value`` matches the ``pattern`` of string component ``name`` (whole string)."""

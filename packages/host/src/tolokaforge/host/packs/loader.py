@@ -1,7 +1,9 @@
 """Load a task pack (pack-format.md) into TaskDescriptions, collecting every problem at once.
 
 ``load_pack(path)`` returns a :class:`Pack` or raises :class:`PackLoadError` listing each problem
-with its file and key. ``path`` may be the pack root or its ``tasks/`` folder. Per task: pack.yaml
+with its file and key. ``inspect_pack(path)`` never raises for the pack's content: it returns a
+:class:`PackReport` holding the tasks that loaded and, per task that did not, that task's problems (what
+a per-task checker such as the pytest plugin needs). ``path`` may be the pack root or its ``tasks/`` folder. Per task: pack.yaml
 ``defaults`` are merged in key by key (the task wins), referenced files resolve from the task's folder
 first and then the pack root, tools come from the pack's python module (imported in isolation, see
 tool_module.py) and grading.yaml is translated to the runner's GradingConfig.
@@ -32,7 +34,7 @@ from .files import GradingFile, PackFile, TaskFile
 from .grading import to_grading_config
 from .tool_module import PackTool, ToolModuleError, bundle_files, import_tool_module
 
-__all__ = ["LoadedTask", "Pack", "load_pack", "resolve_pack_root"]
+__all__ = ["BrokenTask", "LoadedTask", "Pack", "PackReport", "inspect_pack", "load_pack", "resolve_pack_root"]
 
 _M = TypeVar("_M", bound=BaseModel)
 _TEXT_SUFFIXES = (".md", ".txt", ".markdown", ".rst")
@@ -65,6 +67,30 @@ class Pack:
         raise KeyError(task_id)
 
 
+@dataclass(frozen=True)
+class BrokenTask:
+    """A task that did not load: its file, its id (the folder name when task.yaml gives none) and why."""
+
+    task_file: Path
+    task_id: str
+    problems: tuple[PackProblem, ...]
+
+
+@dataclass(frozen=True)
+class PackReport:
+    """What :func:`inspect_pack` found: the loadable part of the pack and every problem, by task."""
+
+    pack: Pack
+    """The pack with only the tasks that loaded."""
+    broken: tuple[BrokenTask, ...]
+    pack_problems: tuple[PackProblem, ...]
+    """Problems of the pack as a whole (pack.yaml, a missing tasks/ folder), not of one task."""
+
+    @property
+    def problems(self) -> tuple[PackProblem, ...]:
+        return self.pack_problems + tuple(p for task in self.broken for p in task.problems)
+
+
 def resolve_pack_root(path: Path) -> Path:
     """The pack root for a ``--pack`` value: the folder itself, or the parent of a ``tasks/`` folder."""
     path = path.resolve()
@@ -81,6 +107,10 @@ class _Loader:
     _modules: dict[str, dict[str, PackTool] | None] = field(
         default_factory=dict[str, "dict[str, PackTool] | None"]
     )
+    _module_errors: dict[str, str] = field(default_factory=dict[str, str])
+    per_task: bool = False
+    """Report a failed tool import on every task that uses the module, not only the first."""
+    check_golden_names: bool = True
 
     def problem(self, file: Path, key: str, message: str) -> None:
         self.problems.append(PackProblem(self.show(file), key, message))
@@ -144,16 +174,36 @@ class _Loader:
                 self._modules[module_path] = import_tool_module(self.root, module_path)
             except ToolModuleError as error:
                 self._modules[module_path] = None
+                self._module_errors[module_path] = str(error)
                 self.problem(file, key, str(error))
+        elif self._modules[module_path] is None and self.per_task:
+            self.problem(file, key, self._module_errors[module_path])
         return self._modules[module_path]
 
 
 def load_pack(path: Path) -> Pack:
     """Load the pack at ``path``; raises PackLoadError naming every problem found."""
-    root = resolve_pack_root(path)
-    loader = _Loader(root)
+    report = _inspect(path, _Loader(resolve_pack_root(path)))
+    if report.problems:
+        raise PackLoadError(report.problems)
+    return report.pack
+
+
+def inspect_pack(path: Path, *, check_golden_names: bool = True) -> PackReport:
+    """Load what loads of the pack at ``path`` and report the rest per task; never raises for content.
+
+    ``check_golden_names=False`` leaves golden-action names unchecked here, for a caller that checks
+    them against the tools a runner actually registers.
+    """
+    loader = _Loader(resolve_pack_root(path), per_task=True, check_golden_names=check_golden_names)
+    return _inspect(path, loader)
+
+
+def _inspect(path: Path, loader: _Loader) -> PackReport:
+    root = loader.root
     if not root.is_dir():
-        raise PackLoadError([PackProblem(path, "", "is not a directory")])
+        empty = Pack(root=root, name=root.name, version="", tasks=(), tool_code=None)
+        return PackReport(empty, (), (PackProblem(path, "", "is not a directory"),))
     pack_file = root / "pack.yaml"
     config = PackFile()
     if pack_file.exists():
@@ -167,31 +217,44 @@ def load_pack(path: Path) -> Pack:
         loader.problem(
             tasks_dir, "", "holds no task.yaml (a pack keeps its tasks under tasks/<task>/task.yaml)"
         )
+    pack_problems = list(loader.problems)
     code = bundle_files(root) if task_files else None
     tasks: list[LoadedTask] = []
+    broken: list[BrokenTask] = []
     seen: dict[str, Path] = {}
     for task_file in task_files:
+        before = len(loader.problems)
         loaded = _load_task(loader, task_file, pack_file, code)
-        if loaded is None:
-            continue
-        if loaded.task_id in seen:
+        if loaded is not None and loaded.task_id in seen:
             loader.problem(
                 task_file,
                 "task_id",
                 f"{loaded.task_id!r} is also the task_id of {loader.show(seen[loaded.task_id])}",
             )
-            continue
-        seen[loaded.task_id] = task_file
-        tasks.append(loaded)
-    if loader.problems:
-        raise PackLoadError(loader.problems)
-    return Pack(
+        elif loaded is not None:
+            seen[loaded.task_id] = task_file
+            tasks.append(loaded)
+        if len(loader.problems) > before:
+            task_id = loaded.task_id if loaded is not None else _raw_task_id(task_file)
+            broken.append(BrokenTask(task_file, task_id, tuple(loader.problems[before:])))
+    pack = Pack(
         root=root,
         name=config.name or root.name,
         version=config.version or "",
         tasks=tuple(tasks),
         tool_code=code,
     )
+    return PackReport(pack, tuple(broken), tuple(pack_problems))
+
+
+def _raw_task_id(task_file: Path) -> str:
+    """The task_id a task.yaml states, when it can be read; else its folder's name."""
+    try:
+        raw = yaml.safe_load(task_file.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return task_file.parent.name
+    value = cast(dict[str, Any], raw).get("task_id") if isinstance(raw, dict) else None
+    return value if isinstance(value, str) and value else task_file.parent.name
 
 
 def _load_task(loader: _Loader, task_file: Path, pack_file: Path, code: ToolCode | None) -> LoadedTask | None:
@@ -231,7 +294,8 @@ def _load_task(loader: _Loader, task_file: Path, pack_file: Path, code: ToolCode
                 loader.problem(grading_path, "custom_checks.file", "must lie inside the pack")
             else:
                 checks_path = found.relative_to(loader.root).as_posix()
-        _check_golden_names(loader, grading_file, agent_tools, grading_path)
+        if loader.check_golden_names:
+            _check_golden_names(loader, grading_file, agent_tools, grading_path)
         try:
             grading = to_grading_config(grading_file, custom_checks_path=checks_path)
         except ValidationError as error:

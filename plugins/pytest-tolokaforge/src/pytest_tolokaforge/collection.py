@@ -1,0 +1,186 @@
+"""The collection tree: pack -> task -> one item per check, and the runner's contract items.
+
+pytest's "non-python tests" pattern, reached from the session rather than from files on disk (a pack
+may live anywhere, and the plugin does nothing without ``--tolokaforge-pack``)::
+
+    tolokaforge[<pack>]                 PackNode (a Collector at the pack root; not a File, so
+                                        --lf/--sw do not skip it for its path)
+      <task_id>                         TaskNode
+        load / golden / resolve / ...   CheckItem
+      pack.yaml                         TaskNode for problems of the pack as a whole
+    tolokaforge-runner                  RunnerNode
+      health_check / ...                CheckItem
+
+Ids read ``tolokaforge[retail]::write_cancel_processing_order::golden``, so ``-k <task_id>`` selects a
+task and ``-k golden`` a check. A task the loader refused gets only its ``load`` item, failing with
+the loader's problems.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from _pytest._code.code import TerminalRepr
+
+from tolokaforge.host.errors import PackProblem
+from tolokaforge.host.packs import LoadedTask, PackReport
+
+from .checks import RUNNER_CHECKS, TASK_CHECKS, RunnerCheck, TaskCheck, TaskContext
+from .errors import CheckFailure
+from .options import TASK_CHECKS as TASK_CHECK_ORDER
+from .session import ToloSession
+
+__all__ = ["CheckItem", "PackNode", "RunnerNode", "TaskNode", "session_nodes"]
+
+ITEM_TIMEOUT_S = 600.0
+PHASES = {"runner": 0, **{name: index + 1 for index, name in enumerate(TASK_CHECK_ORDER)}}
+"""Run order: the runner's contract first, then check by check across tasks (determinism last)."""
+
+RunCheck = Callable[[], Coroutine[Any, Any, list[str]]]
+_N = TypeVar("_N", bound=pytest.Item | pytest.Collector)
+
+
+def _child(cls: type[_N], parent: pytest.Collector, **kwargs: Any) -> _N:
+    """``cls.from_parent`` with its untyped keywords confined to this one place."""
+    return cls.from_parent(parent, **kwargs)  # pyright: ignore[reportUnknownMemberType]
+
+
+def session_nodes(session: pytest.Session, state: ToloSession) -> list[pytest.Collector]:
+    """The plugin's top-level collectors, added to the session's own collection."""
+    nodes: list[pytest.Collector] = []
+    names: set[str] = set()
+    for report in state.load_packs():
+        name = _unique(f"tolokaforge[{report.pack.name}]", names)
+        nodes.append(_child(PackNode, session, path=report.pack.root, name=name, nodeid=name, report=report))
+    if "runner" in state.settings.checks:
+        nodes.append(_child(RunnerNode, session, name="tolokaforge-runner", nodeid="tolokaforge-runner"))
+    return nodes
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    candidate, number = name, 1
+    while candidate in taken:
+        number += 1
+        candidate = f"{name}#{number}"
+    taken.add(candidate)
+    return candidate
+
+
+def _state(node: pytest.Item | pytest.Collector) -> ToloSession:
+    from .plugin import STATE_KEY
+
+    return node.config.stash[STATE_KEY]
+
+
+class PackNode(pytest.Collector):
+    def __init__(self, *, report: PackReport, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # pyright: ignore[reportArgumentType, reportUnknownMemberType]
+        self.report = report
+
+    def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
+        taken: set[str] = set()
+        if self.report.pack_problems:
+            yield _child(TaskNode, self, name=_unique("pack.yaml", taken), problems=self.report.pack_problems)
+        for loaded in self.report.pack.tasks:
+            yield _child(TaskNode, self, name=_unique(loaded.task_id, taken), loaded=loaded)
+        for broken in self.report.broken:
+            yield _child(TaskNode, self, name=_unique(broken.task_id, taken), problems=broken.problems)
+
+
+class TaskNode(pytest.Collector):
+    def __init__(
+        self,
+        *,
+        loaded: LoadedTask | None = None,
+        problems: Sequence[PackProblem] = (),
+        **kwargs: object,
+    ) -> None:
+        super().__init__(**kwargs)  # pyright: ignore[reportArgumentType, reportUnknownMemberType]
+        self.loaded = loaded
+        self.problems = tuple(problems)
+
+    def collect(self) -> Iterable[pytest.Item]:
+        checks = _state(self).settings.checks
+        pack = self.parent
+        assert isinstance(pack, PackNode)
+        if self.loaded is None:
+            if "load" in checks:
+                yield _child(
+                    CheckItem, self, name="load", check="load", task=self.name, run=_problems(self.problems)
+                )
+            return
+        context = TaskContext(_state(self), pack.report.pack, self.loaded)
+        for check in TASK_CHECK_ORDER:
+            if check in checks:
+                function = TASK_CHECKS[check]
+                yield _child(
+                    CheckItem,
+                    self,
+                    name=check,
+                    check=check,
+                    task=self.name,
+                    run=_bind_task(function, context),
+                )
+
+
+def _bind_task(function: TaskCheck, context: TaskContext) -> RunCheck:
+    return lambda: function(context)
+
+
+def _bind_runner(function: RunnerCheck, state: ToloSession) -> RunCheck:
+    return lambda: function(state)
+
+
+def _problems(problems: Sequence[PackProblem]) -> RunCheck:
+    async def run() -> list[str]:
+        lines = [str(problem) for problem in problems]
+        more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+        raise CheckFailure(f"does not load: {lines[0]}{more}", "\n".join(["does not load:", *lines]))
+
+    return run
+
+
+class RunnerNode(pytest.Collector):
+    def collect(self) -> Iterable[pytest.Item]:
+        state = _state(self)
+        for name, function in RUNNER_CHECKS.items():
+            yield _child(
+                CheckItem, self, name=name, check="runner", task="", run=_bind_runner(function, state)
+            )
+
+
+class CheckItem(pytest.Item):
+    """One check of one task (or of the runner). Fails with the check's own account of what is wrong."""
+
+    def __init__(self, *, check: str, task: str, run: RunCheck, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # pyright: ignore[reportArgumentType, reportUnknownMemberType]
+        self.check = check
+        self.task = task
+        self._run = run
+        self.phase = PHASES[check]
+        pack = self.parent.parent if check != "runner" and self.parent is not None else None
+        self.group = f"{pack.name}::{task}" if pack is not None else "tolokaforge-runner"
+        self.user_properties.append(("tolokaforge_group", self.group))
+        self.user_properties.append(("tolokaforge_check", self.name))
+
+    def runtest(self) -> None:
+        try:
+            notes = _state(self).run(self._run(), timeout=ITEM_TIMEOUT_S)
+        except CheckFailure as failure:
+            self.user_properties.append(("tolokaforge_reason", failure.summary))
+            raise
+        self.user_properties.extend(("tolokaforge_note", note) for note in notes)
+
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: str | None = None
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, CheckFailure):
+            return excinfo.value.details
+        return super().repr_failure(excinfo, style=style)  # pyright: ignore[reportArgumentType]
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        what = f"{self.check} {self.task}" if self.task else self.name
+        return self.path, None, f"tolokaforge {what}"

@@ -1,0 +1,97 @@
+"""Command-line options, each paired with an ini key, and the settings read from them once.
+
+===========================  =======================  =============================================
+option                       ini key                  meaning
+===========================  =======================  =============================================
+``--tolokaforge-pack PATH``  ``tolokaforge_packs``    a pack to test (repeatable / one per line)
+``--tolokaforge-runner H:P`` ``tolokaforge_runner``   test this runner instead of an embedded one
+``--tolokaforge-checks L``   ``tolokaforge_checks``   comma list of the checks to run (default all)
+===========================  =======================  =============================================
+
+A command-line value wins over the ini value. Relative command-line paths resolve from the directory
+pytest was invoked in; relative ini paths from the ini file's directory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+__all__ = ["CHECKS", "TASK_CHECKS", "Settings", "add_options", "read_settings"]
+
+TASK_CHECKS = ("load", "golden", "resolve", "taxonomy", "determinism")
+"""Per-task checks, in the order they run (determinism last: its two replays want time between them)."""
+CHECKS = (*TASK_CHECKS, "runner")
+
+
+@dataclass(frozen=True)
+class Settings:
+    packs: tuple[Path, ...]
+    runner: str | None
+    checks: frozenset[str]
+
+    @property
+    def active(self) -> bool:
+        """The plugin does nothing unless at least one pack is given."""
+        return bool(self.packs)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tolokaforge", "Tolokaforge task-pack contract tests")
+    group.addoption(
+        "--tolokaforge-pack",
+        action="append",
+        dest="tolokaforge_packs",
+        default=[],
+        metavar="PATH",
+        help="A task pack (its root or its tasks/ folder) to turn into contract tests. Repeatable.",
+    )
+    group.addoption(
+        "--tolokaforge-runner",
+        dest="tolokaforge_runner",
+        default=None,
+        metavar="HOST:PORT",
+        help="Test the runner at HOST:PORT instead of starting an embedded one.",
+    )
+    group.addoption(
+        "--tolokaforge-checks",
+        dest="tolokaforge_checks",
+        default=None,
+        metavar="LIST",
+        help=f"Comma list of the checks to run: {', '.join(CHECKS)} (default: all).",
+    )
+    parser.addini("tolokaforge_packs", "Task packs to test, one per line.", type="paths", default=[])
+    parser.addini("tolokaforge_runner", "HOST:PORT of a runner to test instead of an embedded one.")
+    parser.addini("tolokaforge_checks", f"Comma list of the checks to run: {', '.join(CHECKS)}.")
+
+
+def read_settings(config: pytest.Config) -> Settings:
+    """The settings for this session; an unknown check name is a usage error naming the valid ones."""
+    given = cast(list[str], config.getoption("tolokaforge_packs") or [])
+    if given:
+        base = config.invocation_params.dir
+        packs = tuple((base / value).resolve() for value in given)
+    else:
+        packs = tuple(Path(p).resolve() for p in cast(list[Path], config.getini("tolokaforge_packs")))
+    runner = cast(str | None, config.getoption("tolokaforge_runner")) or (
+        cast(str, config.getini("tolokaforge_runner")).strip() or None
+    )
+    raw_checks = cast(str | None, config.getoption("tolokaforge_checks")) or cast(
+        str, config.getini("tolokaforge_checks")
+    )
+    return Settings(packs=packs, runner=runner, checks=parse_checks(raw_checks))
+
+
+def parse_checks(raw: str) -> frozenset[str]:
+    names = [part.strip() for part in raw.split(",") if part.strip()]
+    if not names:
+        return frozenset(CHECKS)
+    unknown = [name for name in names if name not in CHECKS]
+    if unknown:
+        raise pytest.UsageError(
+            f"--tolokaforge-checks: unknown check(s) {', '.join(unknown)}; choose from {', '.join(CHECKS)}"
+        )
+    return frozenset(names)

@@ -1,0 +1,79 @@
+"""The pytest11 entry point: hooks only; each job lives in its own module.
+
+options.py      --tolokaforge-pack / --tolokaforge-runner / --tolokaforge-checks and their ini keys
+session.py      the background loop, the runner connection, the inspected packs
+collection.py   pack -> task -> check items (added to the session's collection), runner items
+checks/         one module per check
+fixtures.py     tolokaforge_pack(s), tolokaforge_runner, tolokaforge_trial
+summary.py      the terminal summary
+
+Without a pack option the plugin adds nothing to the run (its fixtures then fail, saying why).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import pytest
+
+from .collection import CheckItem, session_nodes
+from .fixtures import tolokaforge_pack, tolokaforge_packs, tolokaforge_runner, tolokaforge_trial
+from .options import add_options, read_settings
+from .session import ToloSession
+from .summary import SummaryRecorder
+
+__all__ = [
+    "STATE_KEY",
+    "SUMMARY_KEY",
+    "tolokaforge_pack",
+    "tolokaforge_packs",
+    "tolokaforge_runner",
+    "tolokaforge_trial",
+]
+
+STATE_KEY = pytest.StashKey[ToloSession]()
+SUMMARY_KEY = pytest.StashKey[SummaryRecorder]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    settings = read_settings(config)
+    if settings.active:
+        config.stash[STATE_KEY] = ToloSession(settings)
+        recorder = SummaryRecorder()
+        config.stash[SUMMARY_KEY] = recorder
+        config.pluginmanager.register(recorder, "tolokaforge-summary")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    report = yield
+    state = collector.config.stash.get(STATE_KEY, None)
+    if state is not None and isinstance(collector, pytest.Session) and report.passed:
+        report.result.extend(session_nodes(collector, state))
+    return report
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order the plugin's items check by check (stable), leaving every other item where it is."""
+    positions = [index for index, item in enumerate(items) if isinstance(item, CheckItem)]
+    ours = sorted((items[index] for index in positions), key=lambda item: getattr(item, "phase", 0))
+    for index, item in zip(positions, ours, strict=True):
+        items[index] = item
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    recorder = config.stash.get(SUMMARY_KEY, None)
+    if recorder is not None:
+        recorder.write(terminalreporter)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is not None:
+        state.close()

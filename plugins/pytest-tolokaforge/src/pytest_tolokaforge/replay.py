@@ -1,0 +1,134 @@
+"""Golden replays: the golden agent driven through a real trial, with the end state captured.
+
+Composed from the host's own parts -- ``build_trial_spec``, ``RunnerClient.register``, the trial loop
+``run_episode`` with the ``GoldenAgent`` and the scripted user, ``encode_transcript_wire`` and
+``RunnerClient.grade`` -- plus one GetState(include_unstable) before grading, which the determinism
+check compares. The conductor runs the same steps but cleans up before anyone could read the state.
+
+:func:`judged_task` turns a task into the form the golden path can be judged on: without a
+``golden_response`` nothing the golden agent says is meaningful, so the rules about what the agent
+says are set aside (and named); an LLM judge needs a model, so it is set aside too.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from tolokaforge.contracts.runner import GetStateRequest, Grade
+from tolokaforge.core.models import ComponentName, TaskDescription
+from tolokaforge.core.termination import GRADEABLE_TERMINATION_REASONS
+from tolokaforge.core.transcript import encode_transcript_wire
+from tolokaforge.host.agents import GoldenAgentFactory
+from tolokaforge.host.episode import Episode, run_episode
+from tolokaforge.host.errors import HostError
+from tolokaforge.host.runner_client import RegisteredTrial
+from tolokaforge.host.trial_spec import build_trial_spec
+from tolokaforge.host.users.router import UserRouter
+
+from .session import ToloSession
+
+__all__ = ["GoldenReplay", "golden_replay", "judged_task"]
+
+RUN_ID = "pytest-tolokaforge"
+_TEXT_RULES = ("must_contain", "disallow_regex", "communicate_info")
+
+
+@dataclass
+class GoldenReplay:
+    """One trial of the golden path. ``error`` is set when it did not get as far as a state."""
+
+    trial_id: str
+    started: float
+    registered: RegisteredTrial | None = None
+    episode: Episode | None = None
+    state: dict[str, Any] = field(default_factory=dict[str, Any])
+    stable_hash: str = ""
+    full_hash: str = ""
+    grade: Grade | None = None
+    error: str | None = None
+
+
+def judged_task(task: TaskDescription) -> tuple[TaskDescription, list[str]]:
+    """The task with what the golden path cannot be judged on set aside, and a note for each."""
+    grading = task.grading
+    notes: list[str] = []
+    update: dict[str, Any] = {}
+    weights: dict[ComponentName, float] = dict(grading.weights)
+    rules = grading.transcript_rules
+    if rules is not None and not task.golden_response:
+        text_rules = [name for name in _TEXT_RULES if getattr(rules, name)]
+        if text_rules:
+            notes.append(f"not judged (the task has no golden_response): {', '.join(text_rules)}")
+            kept = rules.model_copy(update={name: [] for name in text_rules})
+            if kept.model_dump(exclude_defaults=True):
+                update["transcript_rules"] = kept
+            else:
+                update["transcript_rules"] = None
+                weights.pop("transcript_rules", None)
+    if grading.llm_judge is not None:
+        notes.append("not judged: llm_judge (needs an LLM)")
+        update["llm_judge"] = None
+        weights.pop("llm_judge", None)
+    if not update:
+        return task, notes
+    update["weights"] = weights
+    return task.model_copy(update={"grading": grading.model_copy(update=update)}), notes
+
+
+async def golden_replay(session: ToloSession, task: TaskDescription, *, grade: bool = True) -> GoldenReplay:
+    """Register a fresh trial, play the golden path, read the state (with unstable fields), grade, clean up."""
+    connection = await session.connection()
+    client = connection.client
+    spec = build_trial_spec(task, run_id=RUN_ID, trial_index=session.next_trial_index())
+    replay = GoldenReplay(trial_id=spec.trial_id, started=time.monotonic())
+    try:
+        replay.registered = await client.register(spec)
+    except HostError as error:
+        replay.error = str(error)
+        return replay
+    try:
+        episode = await run_episode(
+            client,
+            replay.registered,
+            task,
+            GoldenAgentFactory().for_trial(task),
+            UserRouter().for_trial(task),
+            max_turns=task.max_turns or 30,
+        )
+        replay.episode = episode
+        state = await connection.stub.get_state(
+            GetStateRequest(trial_id=spec.trial_id, include_unstable=True), timeout=60
+        )
+        if not state.success:
+            replay.error = f"GetState failed: {state.error}"
+            return replay
+        replay.state = cast(dict[str, Any], json.loads(state.state_json or "{}"))
+        replay.stable_hash, replay.full_hash = state.stable_hash, state.full_hash
+        if not grade:
+            return replay
+        if episode.termination not in GRADEABLE_TERMINATION_REASONS:
+            ended = episode.termination.value if episode.termination else "without a termination reason"
+            replay.error = f"the golden episode ended {ended}" + (
+                f": {episode.error}" if episode.error else ""
+            )
+            return replay
+        assert episode.termination is not None
+        response = await client.grade(
+            spec.trial_id, encode_transcript_wire(episode.messages), episode.termination.value
+        )
+        if not response.success or response.grade is None:
+            replay.error = f"GradeTrial failed: {response.error or 'success=false with no error'}"
+        else:
+            replay.grade = response.grade
+        return replay
+    except HostError as error:
+        replay.error = str(error)
+        return replay
+    finally:
+        try:
+            await client.cleanup(spec.trial_id)
+        except HostError as error:
+            replay.error = replay.error or f"CleanupTrial failed: {error}"

@@ -1,0 +1,136 @@
+"""The session's machinery: a background event loop, the runner connection, the inspected packs.
+
+pytest runs items synchronously, and an author's own tests may run their own event loop
+(pytest-asyncio). So everything that talks to the runner runs on one event loop in a background
+thread for the whole session; :meth:`ToloSession.run` submits a coroutine there and waits. The runner
+(embedded through the host's ``open_runner``, or the external one given by ``--tolokaforge-runner``)
+is opened lazily by the first item that needs it and closed when the session ends; a runner that
+cannot be reached fails every item that needs it with the same one-line reason, once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from grpclib.client import Channel
+
+from tolokaforge.contracts.runner import RunnerServiceStub
+from tolokaforge.host.errors import HostError
+from tolokaforge.host.packs import PackReport, inspect_pack
+from tolokaforge.host.runner_client import RunnerClient, open_runner, parse_address
+
+from .errors import CheckFailure
+from .options import Settings
+
+__all__ = ["RunnerConnection", "ToloSession"]
+
+_T = TypeVar("_T")
+
+
+@dataclass
+class RunnerConnection:
+    """The runner under test: the host's client (retries, statuses) and the raw generated stub."""
+
+    address: str
+    embedded: bool
+    client: RunnerClient
+    stub: RunnerServiceStub
+
+
+class _LoopThread:
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="tolokaforge-loop", daemon=True)
+        self._thread.start()
+
+    def submit(self, coro: Coroutine[Any, Any, _T]) -> Future[_T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=30)
+        self.loop.close()
+
+
+@dataclass
+class ToloSession:
+    """One per pytest session (stored on the config's stash) once a pack option is given."""
+
+    settings: Settings
+    reports: list[PackReport] = field(default_factory=list[PackReport])
+    _loop: _LoopThread | None = None
+    _stack: contextlib.AsyncExitStack | None = None
+    _connection: RunnerConnection | None = None
+    _connect_error: str | None = None
+    _lock: asyncio.Lock | None = None
+    _trial_numbers: itertools.count[int] = field(default_factory=lambda: itertools.count())
+    caches: dict[str, Any] = field(default_factory=dict[str, Any])
+    """Per-session memo of the checks (golden replays, registered tool lists), keyed by the check."""
+
+    def load_packs(self) -> list[PackReport]:
+        """Inspect every pack once. Golden names are left to the ``resolve`` check (against the runner)."""
+        if not self.reports:
+            self.reports = [inspect_pack(path, check_golden_names=False) for path in self.settings.packs]
+        return self.reports
+
+    def next_trial_index(self) -> int:
+        """A session-unique trial index, so no two trials of a task share an id on the runner."""
+        return next(self._trial_numbers)
+
+    def run(self, coro: Coroutine[Any, Any, _T], *, timeout: float | None = None) -> _T:
+        """Run ``coro`` on the session's loop and return its result (from any thread but that loop's)."""
+        if self._loop is None:
+            self._loop = _LoopThread()
+        return self._loop.submit(coro).result(timeout)
+
+    async def arun(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        """:meth:`run` for a caller inside another event loop (an async test)."""
+        if self._loop is None:
+            self._loop = _LoopThread()
+        return await asyncio.wrap_future(self._loop.submit(coro))
+
+    async def connection(self) -> RunnerConnection:
+        """The runner connection, opened on first use (on the session loop)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._connect_error is not None:
+                raise CheckFailure(self._connect_error)
+            if self._connection is None:
+                try:
+                    self._connection = await self._open()
+                except (HostError, OSError) as error:
+                    where = self.settings.runner or "the embedded runner"
+                    self._connect_error = f"cannot use the runner ({where}): {error}"
+                    raise CheckFailure(self._connect_error) from error
+            return self._connection
+
+    async def _open(self) -> RunnerConnection:
+        stack = contextlib.AsyncExitStack()
+        self._stack = stack
+        # A contract test wants a quick verdict on an unreachable runner, not the host's 30 s patience.
+        client = await stack.enter_async_context(open_runner(self.settings.runner, transport_budget_s=10.0))
+        host, port = parse_address(client.address)
+        channel = Channel(host, port)
+        stack.callback(channel.close)
+        stub = RunnerServiceStub(channel)
+        await client.health()  # fail here, once, when the runner is not there
+        return RunnerConnection(client.address, self.settings.runner is None, client, stub)
+
+    def close(self) -> None:
+        """Close the runner (and the embedded one) and stop the loop; safe to call twice."""
+        if self._loop is None:
+            return
+        if self._stack is not None:
+            stack, self._stack = self._stack, None
+            self._loop.submit(stack.aclose()).result(60)
+        self._loop.stop()
+        self._loop = None
+        self._connection = None

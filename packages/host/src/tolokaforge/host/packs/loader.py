@@ -25,6 +25,7 @@ from tolokaforge.core.models import (
     TaskDescription,
     ToolCode,
     ToolDescription,
+    ToolServer,
     UserSimulatorConfig,
     describe_validation_error,
 )
@@ -278,6 +279,7 @@ def _load_task(loader: _Loader, task_file: Path, pack_file: Path, code: ToolCode
     system_prompt = _text_or_file(loader, spec.system_prompt, folder, task_file, "system_prompt")
     initial_state = _initial_state(loader, spec, folder, task_file)
     agent_tools, user_tools = _tools(loader, spec, task_file)
+    tool_servers = _tool_servers(loader, spec, task_file)
     grading_file, grading_path = _grading(loader, spec, folder, task_file)
     grading = None
     golden_response = None
@@ -294,7 +296,8 @@ def _load_task(loader: _Loader, task_file: Path, pack_file: Path, code: ToolCode
                 loader.problem(grading_path, "custom_checks.file", "must lie inside the pack")
             else:
                 checks_path = found.relative_to(loader.root).as_posix()
-        if loader.check_golden_names:
+        if loader.check_golden_names and not tool_servers:
+            # A server's tools are known only once it runs: the runner resolves those names at grading.
             _check_golden_names(loader, grading_file, agent_tools, grading_path)
         try:
             grading = to_grading_config(grading_file, custom_checks_path=checks_path)
@@ -321,7 +324,8 @@ def _load_task(loader: _Loader, task_file: Path, pack_file: Path, code: ToolCode
             max_turns=spec.max_turns,
             agent_tools=agent_tools,
             user_tools=user_tools,
-            tool_code=code if (agent_tools or user_tools) else None,
+            tool_code=code if (agent_tools or user_tools or tool_servers) else None,
+            tool_servers=tool_servers,
             initial_state=initial_state,
             grading=grading,
             user_simulator=simulator,
@@ -381,6 +385,36 @@ def _initial_state(loader: _Loader, spec: TaskFile, folder: Path, file: Path) ->
         return None
 
 
+def _tool_servers(loader: _Loader, spec: TaskFile, file: Path) -> list[ToolServer]:
+    """``tools.agent.mcp_server``: one stdio MCP server per trial, run by the runner from the pack's code.
+
+    The script travels in the pack's code bundle, so it must live inside the pack; its tools are the
+    ones the server lists (``tools.agent.enabled`` picks some when the task has no python module).
+    """
+    agent = spec.tools.agent if spec.tools is not None else None
+    if agent is None or agent.mcp_server is None:
+        return []
+    found = loader.resolve(agent.mcp_server, file.parent)
+    if found is None or not found.is_file():
+        loader.problem(file, "tools.agent.mcp_server", f"file {agent.mcp_server!r} not found")
+        return []
+    if not found.is_relative_to(loader.root) or found.suffix != ".py":
+        loader.problem(
+            file, "tools.agent.mcp_server", "must be a .py file inside the pack (it ships with its code)"
+        )
+        return []
+    enabled = agent.enabled if agent.python is None else None
+    return [
+        ToolServer(
+            name="mcp",
+            protocol="mcp",
+            script=found.relative_to(loader.root).as_posix(),
+            actor="agent",
+            enabled=enabled,
+        )
+    ]
+
+
 def _tools(
     loader: _Loader, spec: TaskFile, file: Path
 ) -> tuple[list[ToolDescription], list[ToolDescription]]:
@@ -391,8 +425,6 @@ def _tools(
                 file, "tools.user.enabled", "user tools need tools.agent.python (the module they live in)"
             )
         return [], []
-    if tools.agent.mcp_server is not None:
-        loader.problem(file, "tools.agent.mcp_server", "MCP tool servers are not supported by this host yet")
     if tools.agent.python is None:
         return [], []
     module = loader.tools(tools.agent.python, file, "tools.agent.python")

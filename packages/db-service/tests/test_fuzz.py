@@ -28,7 +28,7 @@ from tolokaforge.db.store import Store
 
 SEED = 20261129
 STATELESS_EXAMPLES = 15
-STATEFUL_EXAMPLES = 50
+STATEFUL_EXAMPLES = 80  # enough sequences to reach restore and reset even on a loaded machine
 ALL_HEALTH_CHECKS = cast(list[HealthCheck], list(HealthCheck))
 CASES: dict[str, int] = {"stateless": 0, "stateful": 0}
 

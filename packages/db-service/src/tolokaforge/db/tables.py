@@ -166,7 +166,15 @@ class ListTable(Table):
 
     def replace(self, index: int, record: Record) -> ListTable:
         at, offset = self._find(index)
-        return self._edit(at, lambda records: records.__setitem__(offset, record))
+        records = list(self._chunks[at].records)
+        records[offset] = record
+        # Same size, same chunk boundaries: reuse the index instead of recounting every chunk, so
+        # replacing one record in a 100k-record table costs one chunk, not a pass over all of them.
+        table = ListTable.__new__(ListTable)
+        table._chunks = (*self._chunks[:at], _Chunk(tuple(records)), *self._chunks[at + 1 :])
+        table._size = self._size
+        table._starts = self._starts
+        return table
 
     def insert(self, index: int, record: Record) -> ListTable:
         """Insert before ``index`` (``len(self)`` appends)."""

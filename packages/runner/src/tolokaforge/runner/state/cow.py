@@ -161,14 +161,15 @@ class CowList(list[Any]):
     def operations(self) -> list[dict[str, Any]]:
         """TableChange operations that turn the base into this list (index selectors, in order)."""
         base = self._base
-        current: list[Any] = super().copy()
         if not self._structural:
+            # Positions still line up with the base: only the records handed out can differ.
+            read = super().__getitem__
             return [
-                {"op": "upsert", "index": i, "record": current[i]}
+                {"op": "upsert", "index": i, "record": read(i)}
                 for i in sorted(self._cloned)
-                if current[i] != base[i]
+                if read(i) != base[i]
             ]
-        return _list_diff(base, current)
+        return _list_diff(base, super().copy())
 
 
 def _list_diff(base: list[Any], current: list[Any]) -> list[dict[str, Any]]:

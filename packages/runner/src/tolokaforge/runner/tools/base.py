@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,16 +34,24 @@ class Tool(Protocol):
 def compile_parameters(description: ToolDescription) -> Draft202012Validator:
     """The tool's argument validator; a schema that is not valid JSON Schema fails registration."""
     try:
-        Draft202012Validator.check_schema(description.parameters)
+        return _compiled(json.dumps(description.parameters, sort_keys=True))
     except SchemaError as error:
         raise ToolLoadError(
             f"tool {description.name!r}: parameters are not a valid JSON Schema: {error.message}"
         ) from error
-    if description.parameters.get("type", "object") != "object":
-        raise ToolLoadError(
-            f"tool {description.name!r}: parameters must describe an object, not {description.parameters.get('type')!r}"
-        )
-    return Draft202012Validator(description.parameters)
+    except ValueError as error:
+        raise ToolLoadError(f"tool {description.name!r}: {error}") from error
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(parameters_json: str) -> Draft202012Validator:
+    # Checking a schema against the metaschema costs milliseconds, and every trial of a task registers
+    # the same schemas: compile each distinct schema once. Validators are immutable, so sharing is safe.
+    parameters = json.loads(parameters_json)
+    Draft202012Validator.check_schema(parameters)
+    if parameters.get("type", "object") != "object":
+        raise ValueError(f"parameters must describe an object, not {parameters.get('type')!r}")
+    return Draft202012Validator(parameters)
 
 
 @dataclass

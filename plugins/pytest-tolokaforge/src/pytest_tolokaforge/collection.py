@@ -10,6 +10,10 @@ may live anywhere, and the plugin does nothing without ``--tolokaforge-pack``)::
       pack.yaml                         TaskNode for problems of the pack as a whole
     tolokaforge-runner                  RunnerNode
       health_check / ...                CheckItem
+    tolokaforge-provider[<name>]        ProviderNode (per --tolokaforge-provider; Describe's name, or
+                                        the command line when the provider does not answer)
+      describe / schema / unknown_operation      ProviderItem
+      <operation>::declares / ::invalid_arguments ProviderItem (OperationNode <operation>)
 
 Ids read ``tolokaforge[retail]::write_cancel_processing_order::golden``, so ``-k <task_id>`` selects a
 task and ``-k golden`` a check. A task the loader refused gets only its ``load`` item, failing with
@@ -25,18 +29,22 @@ from typing import Any, TypeVar
 import pytest
 from _pytest._code.code import TerminalRepr
 
+from tolokaforge.contracts.tool import OperationSchema
 from tolokaforge.host.errors import PackProblem
 from tolokaforge.host.packs import LoadedTask, PackReport
 
 from .checks import RUNNER_CHECKS, TASK_CHECKS, RunnerCheck, TaskCheck, TaskContext
+from .checks.provider_contract import OPERATION_CHECKS, PROVIDER_CHECKS, OperationCheck, ProviderCheck
 from .errors import CheckFailure
 from .options import TASK_CHECKS as TASK_CHECK_ORDER
+from .provider import ProviderUnderTest
 from .session import ToloSession
 
-__all__ = ["CheckItem", "PackNode", "RunnerNode", "TaskNode", "session_nodes"]
+__all__ = ["CheckItem", "PackNode", "ProviderItem", "ProviderNode", "RunnerNode", "TaskNode", "session_nodes"]
 
 ITEM_TIMEOUT_S = 600.0
 PHASES = {"runner": 0, **{name: index + 1 for index, name in enumerate(TASK_CHECK_ORDER)}}
+PROVIDER_PHASE = len(PHASES)
 """Run order: the runner's contract first, then check by check across tasks (determinism last)."""
 
 RunCheck = Callable[[], Coroutine[Any, Any, list[str]]]
@@ -55,8 +63,15 @@ def session_nodes(session: pytest.Session, state: ToloSession) -> list[pytest.Co
     for report in state.load_packs():
         name = _unique(f"tolokaforge[{report.pack.name}]", names)
         nodes.append(_child(PackNode, session, path=report.pack.root, name=name, nodeid=name, report=report))
-    if "runner" in state.settings.checks:
+    if "runner" in state.settings.checks and state.settings.packs:
         nodes.append(_child(RunnerNode, session, name="tolokaforge-runner", nodeid="tolokaforge-runner"))
+    for argv in state.settings.providers:
+        provider = state.provider(argv)
+        label = (
+            provider.described.name if provider.described and provider.described.name else provider.command
+        )
+        name = _unique(f"tolokaforge-provider[{label}]", names)
+        nodes.append(_child(ProviderNode, session, name=name, nodeid=name, provider=provider))
     return nodes
 
 
@@ -184,3 +199,82 @@ class CheckItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         what = f"{self.check} {self.task}" if self.task else self.name
         return self.path, None, f"tolokaforge {what}"
+
+
+class ProviderNode(pytest.Collector):
+    """One tool provider (started at collection: its operations are its items)."""
+
+    def __init__(self, *, provider: ProviderUnderTest, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # pyright: ignore[reportArgumentType, reportUnknownMemberType]
+        self.provider = provider
+
+    def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
+        for name, function in PROVIDER_CHECKS.items():
+            yield _child(
+                ProviderItem, self, name=name, subject=self.name, run=_bind_provider(function, self.provider)
+            )
+        schema = self.provider.schema
+        if schema is None:
+            return
+        taken: set[str] = set()
+        for operation in schema.operations:
+            yield _child(
+                OperationNode, self, name=_unique(operation.name or "<unnamed>", taken), operation=operation
+            )
+
+
+class OperationNode(pytest.Collector):
+    def __init__(self, *, operation: OperationSchema, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # pyright: ignore[reportArgumentType, reportUnknownMemberType]
+        self.operation = operation
+
+    def collect(self) -> Iterable[pytest.Item]:
+        provider = self.parent
+        assert isinstance(provider, ProviderNode)
+        for name, function in OPERATION_CHECKS.items():
+            run = _bind_operation(function, provider.provider, self.operation)
+            yield _child(ProviderItem, self, name=name, subject=self.name, run=run)
+
+
+def _bind_provider(function: ProviderCheck, provider: ProviderUnderTest) -> RunCheck:
+    return lambda: function(provider)
+
+
+def _bind_operation(
+    function: OperationCheck, provider: ProviderUnderTest, operation: OperationSchema
+) -> RunCheck:
+    return lambda: function(provider, operation)
+
+
+class ProviderItem(pytest.Item):
+    """One check of a tool provider (or of one of its operations)."""
+
+    def __init__(self, *, subject: str, run: RunCheck, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # pyright: ignore[reportArgumentType, reportUnknownMemberType]
+        self.subject = subject
+        self._run = run
+        self.phase = PROVIDER_PHASE
+        parent = self.parent
+        node = parent if isinstance(parent, ProviderNode) else parent.parent if parent is not None else None
+        self.group = node.name if isinstance(node, ProviderNode) else subject
+        check = self.name if subject == self.group else f"{subject}::{self.name}"
+        self.user_properties.append(("tolokaforge_group", self.group))
+        self.user_properties.append(("tolokaforge_check", check))
+
+    def runtest(self) -> None:
+        try:
+            notes = _state(self).run(self._run(), timeout=ITEM_TIMEOUT_S)
+        except CheckFailure as failure:
+            self.user_properties.append(("tolokaforge_reason", failure.summary))
+            raise
+        self.user_properties.extend(("tolokaforge_note", note) for note in notes)
+
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: str | None = None
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, CheckFailure):
+            return excinfo.value.details
+        return super().repr_failure(excinfo, style=style)  # pyright: ignore[reportArgumentType]
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"tolokaforge {self.name} {self.subject}"

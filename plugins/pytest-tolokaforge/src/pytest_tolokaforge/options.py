@@ -6,6 +6,8 @@ option                       ini key                  meaning
 ``--tolokaforge-pack PATH``  ``tolokaforge_packs``    a pack to test (repeatable / one per line)
 ``--tolokaforge-runner H:P`` ``tolokaforge_runner``   test this runner instead of an embedded one
 ``--tolokaforge-checks L``   ``tolokaforge_checks``   comma list of the checks to run (default all)
+``--tolokaforge-provider C`` ``tolokaforge_providers`` a tool-provider command line to check for
+                                                      conformance (repeatable / one per line)
 ===========================  =======================  =============================================
 
 A command-line value wins over the ini value. Relative command-line paths resolve from the directory
@@ -14,13 +16,14 @@ pytest was invoked in; relative ini paths from the ini file's directory.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
 import pytest
 
-__all__ = ["CHECKS", "TASK_CHECKS", "Settings", "add_options", "read_settings"]
+__all__ = ["CHECKS", "TASK_CHECKS", "Settings", "add_options", "parse_providers", "read_settings"]
 
 TASK_CHECKS = ("load", "golden", "resolve", "taxonomy", "determinism")
 """Per-task checks, in the order they run (determinism last: its two replays want time between them)."""
@@ -32,11 +35,13 @@ class Settings:
     packs: tuple[Path, ...]
     runner: str | None
     checks: frozenset[str]
+    providers: tuple[tuple[str, ...], ...] = ()
+    """Tool-provider command lines (already shell-split) to check against the provider contract."""
 
     @property
     def active(self) -> bool:
-        """The plugin does nothing unless at least one pack is given."""
-        return bool(self.packs)
+        """The plugin does nothing unless at least one pack or provider is given."""
+        return bool(self.packs or self.providers)
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -63,9 +68,23 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="LIST",
         help=f"Comma list of the checks to run: {', '.join(CHECKS)} (default: all).",
     )
+    group.addoption(
+        "--tolokaforge-provider",
+        action="append",
+        dest="tolokaforge_providers",
+        default=[],
+        metavar="CMD",
+        help="A tool-provider command line (shell-split) to check against the provider contract. Repeatable.",
+    )
     parser.addini("tolokaforge_packs", "Task packs to test, one per line.", type="paths", default=[])
     parser.addini("tolokaforge_runner", "HOST:PORT of a runner to test instead of an embedded one.")
     parser.addini("tolokaforge_checks", f"Comma list of the checks to run: {', '.join(CHECKS)}.")
+    parser.addini(
+        "tolokaforge_providers",
+        "Tool-provider command lines to check, one per line.",
+        type="linelist",
+        default=[],
+    )
 
 
 def read_settings(config: pytest.Config) -> Settings:
@@ -82,7 +101,26 @@ def read_settings(config: pytest.Config) -> Settings:
     raw_checks = cast(str | None, config.getoption("tolokaforge_checks")) or cast(
         str, config.getini("tolokaforge_checks")
     )
-    return Settings(packs=packs, runner=runner, checks=parse_checks(raw_checks))
+    commands = cast(list[str], config.getoption("tolokaforge_providers") or []) or cast(
+        list[str], config.getini("tolokaforge_providers")
+    )
+    return Settings(
+        packs=packs, runner=runner, checks=parse_checks(raw_checks), providers=parse_providers(commands)
+    )
+
+
+def parse_providers(commands: list[str]) -> tuple[tuple[str, ...], ...]:
+    """Each command line shell-split; an empty or unparsable one is a usage error."""
+    parsed: list[tuple[str, ...]] = []
+    for command in commands:
+        try:
+            argv = tuple(shlex.split(command))
+        except ValueError as error:
+            raise pytest.UsageError(f"--tolokaforge-provider {command!r}: {error}") from error
+        if not argv:
+            raise pytest.UsageError("--tolokaforge-provider: an empty command line")
+        parsed.append(argv)
+    return tuple(parsed)
 
 
 def parse_checks(raw: str) -> frozenset[str]:

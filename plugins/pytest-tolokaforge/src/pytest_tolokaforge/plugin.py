@@ -1,13 +1,14 @@
 """The pytest11 entry point: hooks only; each job lives in its own module.
 
-options.py      --tolokaforge-pack / --tolokaforge-runner / --tolokaforge-checks and their ini keys
+options.py      --tolokaforge-pack / -runner / -checks / -provider and their ini keys
 session.py      the background loop, the runner connection, the inspected packs
-collection.py   pack -> task -> check items (added to the session's collection), runner items
+collection.py   pack -> task -> check items (added to the session's collection), runner and provider items
+provider.py     a tool provider under test (--tolokaforge-provider): its subprocess and stub
 checks/         one module per check
 fixtures.py     tolokaforge_pack(s), tolokaforge_runner, tolokaforge_trial
 summary.py      the terminal summary
 
-Without a pack option the plugin adds nothing to the run (its fixtures then fail, saying why).
+Without a pack or provider option the plugin adds nothing to the run (its fixtures then fail, saying why).
 """
 
 from __future__ import annotations

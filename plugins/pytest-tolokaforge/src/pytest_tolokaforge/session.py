@@ -5,7 +5,8 @@ pytest runs items synchronously, and an author's own tests may run their own eve
 thread for the whole session; :meth:`ToloSession.run` submits a coroutine there and waits. The runner
 (embedded through the host's ``open_runner``, or the external one given by ``--tolokaforge-runner``)
 is opened lazily by the first item that needs it and closed when the session ends; a runner that
-cannot be reached fails every item that needs it with the same one-line reason, once.
+cannot be reached fails every item that needs it with the same one-line reason, once. Tool providers
+under test (``--tolokaforge-provider``) are started on first use, once each, and stopped by ``close``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from tolokaforge.host.runner_client import RunnerClient, open_runner, parse_addr
 
 from .errors import CheckFailure
 from .options import Settings
+from .provider import ProviderUnderTest
 
 __all__ = ["RunnerConnection", "ToloSession"]
 
@@ -71,6 +73,9 @@ class ToloSession:
     _connect_error: str | None = None
     _lock: asyncio.Lock | None = None
     _trial_numbers: itertools.count[int] = field(default_factory=lambda: itertools.count())
+    _providers: dict[tuple[str, ...], ProviderUnderTest] = field(
+        default_factory=dict[tuple[str, ...], ProviderUnderTest]
+    )
     caches: dict[str, Any] = field(default_factory=dict[str, Any])
     """Per-session memo of the checks (golden replays, registered tool lists), keyed by the check."""
 
@@ -124,13 +129,27 @@ class ToloSession:
         await client.health()  # fail here, once, when the runner is not there
         return RunnerConnection(client.address, self.settings.runner is None, client, stub)
 
+    def provider(self, argv: tuple[str, ...]) -> ProviderUnderTest:
+        """The provider started from ``argv`` (once per session; stopped by :meth:`close`)."""
+        provider = self._providers.get(argv)
+        if provider is None:
+            provider = self._providers[argv] = ProviderUnderTest(argv)
+            self.run(provider.start(), timeout=120)
+        return provider
+
     def close(self) -> None:
-        """Close the runner (and the embedded one) and stop the loop; safe to call twice."""
+        """Close the runner (and the embedded one), stop the providers and the loop; safe to call twice."""
         if self._loop is None:
             return
-        if self._stack is not None:
-            stack, self._stack = self._stack, None
-            self._loop.submit(stack.aclose()).result(60)
+        loop = self._loop
+        try:
+            if self._stack is not None:
+                stack, self._stack = self._stack, None
+                loop.submit(stack.aclose()).result(60)
+        finally:
+            providers, self._providers = list(self._providers.values()), {}
+            for provider in providers:
+                loop.submit(provider.stop()).result(60)
         self._loop.stop()
         self._loop = None
         self._connection = None

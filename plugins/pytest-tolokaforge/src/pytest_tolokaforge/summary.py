@@ -1,6 +1,7 @@
 """The terminal summary: tasks checked, passed and failed, one line per failure with its reason.
 
-Items carry ``tolokaforge_group`` (``<pack node>::<task>``, or ``tolokaforge-runner``),
+Items carry ``tolokaforge_group`` (``<pack node>::<task>``, ``tolokaforge-runner``, or
+``tolokaforge-provider[<name>]``, summarised one line per provider),
 ``tolokaforge_check``, and on failure ``tolokaforge_reason`` / on success ``tolokaforge_note`` in their
 ``user_properties``; the recorder reads them off the reports, so it also works from a junit-xml angle.
 """
@@ -14,6 +15,7 @@ import pytest
 __all__ = ["SummaryRecorder"]
 
 RUNNER_GROUP = "tolokaforge-runner"
+PROVIDER_PREFIX = "tolokaforge-provider["
 
 
 @dataclass
@@ -46,11 +48,22 @@ class SummaryRecorder:
         if not self.groups:
             return
         terminal.write_sep("=", "tolokaforge")
-        tasks = {group: checks for group, checks in self.groups.items() if group != RUNNER_GROUP}
+        tasks = {
+            group: checks
+            for group, checks in self.groups.items()
+            if group != RUNNER_GROUP and not group.startswith(PROVIDER_PREFIX)
+        }
         failed = {group: checks for group, checks in tasks.items() if any(v.failed for v in checks.values())}
-        terminal.write_line(
-            f"tasks checked: {len(tasks)}, passed: {len(tasks) - len(failed)}, failed: {len(failed)}"
-        )
+        providers = [group for group in self.groups if group.startswith(PROVIDER_PREFIX)]
+        if tasks or not providers:
+            terminal.write_line(
+                f"tasks checked: {len(tasks)}, passed: {len(tasks) - len(failed)}, failed: {len(failed)}"
+            )
+        for group in providers:
+            checks = self.groups[group]
+            bad = sum(1 for v in checks.values() if v.failed)
+            terminal.write_line(f"{group}: {len(checks)} checked, {len(checks) - bad} passed, {bad} failed")
+            failed[group] = checks
         runner = self.groups.get(RUNNER_GROUP)
         if runner is not None:
             bad = sum(1 for v in runner.values() if v.failed)

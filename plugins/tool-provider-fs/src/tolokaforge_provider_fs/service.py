@@ -92,6 +92,10 @@ OPERATIONS = [
 ]
 
 
+# The argument names each operation declares (its input schema says additionalProperties: false).
+_DECLARED = {op.name: frozenset(json.loads(op.input_schema_json)["properties"]) for op in OPERATIONS}
+
+
 class FsProvider(ToolProviderServiceBase):
     def __init__(self, protocol_version: int) -> None:
         self.protocol_version = protocol_version
@@ -127,7 +131,7 @@ class FsProvider(ToolProviderServiceBase):
             handler = self._handlers.get(message.operation)
             if handler is None:
                 raise _Failure(ToolErrorCategory.NOT_FOUND, f"no operation {message.operation!r}")
-            arguments = _arguments(message.arguments_json)
+            arguments = _arguments(message.arguments_json, _DECLARED[message.operation])
             workspace = message.call_context.working_directory if message.call_context else ""
             path = arguments.get("path", ".")
             try:
@@ -141,7 +145,7 @@ class FsProvider(ToolProviderServiceBase):
         yield InvokeResponse(result=InvokeResult(output_json=json.dumps(output)))
 
 
-def _arguments(text: str) -> dict[str, Any]:
+def _arguments(text: str, declared: frozenset[str]) -> dict[str, Any]:
     try:
         value: Any = json.loads(text or "{}")
     except json.JSONDecodeError as error:
@@ -149,6 +153,12 @@ def _arguments(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _Failure(ToolErrorCategory.INVALID_ARGUMENTS, "arguments must be a JSON object")
     arguments = cast(dict[str, Any], value)
+    undeclared = sorted(set(arguments) - declared)
+    if undeclared:
+        raise _Failure(
+            ToolErrorCategory.INVALID_ARGUMENTS,
+            f"unknown argument(s) {', '.join(map(repr, undeclared))}; this operation takes {', '.join(sorted(declared))}",
+        )
     for key in ("path", "content"):
         if key in arguments and not isinstance(arguments[key], str):
             raise _Failure(ToolErrorCategory.INVALID_ARGUMENTS, f"{key!r} must be a string")

@@ -2,6 +2,8 @@
 
 Per task (:data:`TASK_CHECKS`): ``load``, ``golden``, ``resolve``, ``taxonomy``, ``determinism``.
 Once per session (:data:`RUNNER_CHECKS`): the runner's own contract, from runner_contract.py.
+Per tool provider (``--tolokaforge-provider``): provider_contract.py's PROVIDER_CHECKS and, per
+operation, OPERATION_CHECKS.
 A check returns notes -- things it could not judge, or judged only in part -- which the terminal
 summary shows beside the verdicts.
 """

@@ -53,6 +53,8 @@ TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
     "add_note": ("AddNote", _object({"text": {"type": "string"}}, ["text"])),
     "slow_write": ("SlowWrite", _object({"seconds": {"type": "number"}}, ["seconds"])),
     "explode": ("Explode", _object({}, [])),
+    "write_then_fail": ("WriteThenFail", _object({}, [])),
+    "wallet_owners": ("WalletOwners", _object({}, [])),
     "check_balance": ("UserCheckBalance", _object({}, [])),
 }
 AGENT_TOOLS = ["who_am_i", "get_order", "set_status", "add_note", "slow_write", "explode"]

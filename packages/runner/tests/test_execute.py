@@ -18,10 +18,13 @@ from tolokaforge.contracts.runner import (
     ExecutionStatus,
     GetStateRequest,
     RegisterTrialRequest,
+    ResetTrialRequest,
     RunnerServiceStub,
 )
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.runner import RunnerHandle
+
+from .conftest import tool_description
 
 SpecFactory = Callable[..., dict[str, Any]]
 
@@ -148,6 +151,38 @@ async def test_failed_call_changes_nothing(stub: RunnerServiceStub, trial: str) 
     response = await stub.execute_tool(_call(trial, "get_order", {"order_id": "O-404"}, "c1"))
     assert response.status == ExecutionStatus.ERROR
     assert await _state(stub, trial) == before
+
+
+async def test_a_tool_that_fails_after_writing_leaves_nothing_for_later_calls(
+    stub: RunnerServiceStub, spec_factory: SpecFactory, request_for: RequestFor
+) -> None:
+    tools = [tool_description(name) for name in ("write_then_fail", "add_note", "get_order")]
+    await _register(stub, request_for(spec_factory("f:0", agent_tools=tools)))
+    before = await _state(stub, "f:0")
+    for n in range(2):  # twice: the second call runs on the views the first one used
+        failed = await stub.execute_tool(_call("f:0", "write_then_fail", {}, f"fail{n}"))
+        assert failed.status == ExecutionStatus.ERROR
+        assert await _state(stub, "f:0") == before
+    assert (await stub.execute_tool(_call("f:0", "add_note", {"text": "next"}, "c1"))).status == (
+        ExecutionStatus.SUCCESS
+    )
+    order = await stub.execute_tool(_call("f:0", "get_order", {"order_id": "O-1"}, "c2"))
+    assert json.loads(order.output)["status"] == "open"
+    assert (await _state(stub, "f:0"))["notes"] == [{"text": "next"}]
+
+
+async def test_keyed_tables_iterate_in_the_same_order_before_and_after_a_reset(
+    stub: RunnerServiceStub, spec_factory: SpecFactory, request_for: RequestFor
+) -> None:
+    tables = {"wallet": {"zoe": {"balance": 1}, "adam": {"balance": 2}, "mia": {"balance": 3}}}
+    spec = spec_factory(
+        "k:0", agent_tools=[tool_description("wallet_owners")], initial_state={"tables": tables}
+    )
+    await _register(stub, request_for(spec))
+    first = await stub.execute_tool(_call("k:0", "wallet_owners", {}, "c1"))
+    assert (await stub.reset_trial(ResetTrialRequest(trial_id="k:0"))).success
+    again = await stub.execute_tool(_call("k:0", "wallet_owners", {}, "c2"))
+    assert first.output == again.output == "adam,mia,zoe"
 
 
 async def test_timeout_leaves_no_change_and_other_trials_keep_running(

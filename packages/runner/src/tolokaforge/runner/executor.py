@@ -28,7 +28,7 @@ from tolokaforge.db.errors import DBServiceError
 
 from .errors import ToolFailure
 from .reactions import KeyedLocks, run_remote
-from .state.cow import CowTables, TableShapeError
+from .state.cow import TableShapeError
 from .tools import Tool
 from .tools.remote import CallInfo, RemoteTool
 from .trial import TrialContext
@@ -116,7 +116,6 @@ class ToolExecutor:
                 outcome = await self._run_remote(trial, tool, arguments, call_id, budget, started)
             else:
                 output, changes = await self._run(trial, tool, arguments, budget)
-                await self._commit(trial, changes)
                 mutations = sum(len(change["operations"]) for change in changes)
                 outcome = CallOutcome(
                     ExecutionStatus.SUCCESS, output, None, time.perf_counter() - started, mutations
@@ -260,15 +259,18 @@ class ToolExecutor:
     async def _run(
         self, trial: TrialContext, tool: Tool, arguments: Mapping[str, Any], budget: float
     ) -> tuple[str, list[dict[str, Any]]]:
-        view = CowTables(trial.mirror.tables)
+        """Run a python tool against the trial's views and commit its changes; return (output, changes)."""
+        data = trial.mirror.open_call()
 
         def work() -> tuple[str, list[dict[str, Any]]]:
-            output = tool.invoke(view, arguments)
-            return output, view.changes()
+            output = tool.invoke(data, arguments)
+            return output, data.changes()
 
-        future = asyncio.get_running_loop().run_in_executor(self._pool, work)
+        job = self._pool.submit(work)
         try:
-            return await asyncio.wait_for(future, timeout=budget)
+            output, changes = await asyncio.wait_for(asyncio.wrap_future(job), timeout=budget)
+            await self._commit(trial, changes)
+            return output, changes
         except TimeoutError as error:
             raise ToolFailure(
                 ExecutionStatus.TIMEOUT,
@@ -281,8 +283,13 @@ class ToolExecutor:
             raise ToolFailure(
                 ExecutionStatus.ERROR, ToolErrorCategory.EXECUTION_FAILED, str(error)
             ) from error
+        except ToolFailure:
+            raise
         except Exception as error:
             raise _classify_tool_exception(tool, error) from error
+        finally:
+            # A thread that has not returned (timed out, or the RPC was cancelled) keeps its views.
+            trial.mirror.close_call(data, finished=job.done())
 
 
 def _classify_tool_exception(tool: Tool, error: Exception) -> ToolFailure:

@@ -2,309 +2,77 @@
 
 A tau-style tool mutates ``data`` in place. The runner must (1) leave the trial's tables untouched
 until the call completes, so a call that times out or raises changes nothing, and (2) learn exactly
-what changed without copying or re-hashing the whole state. So each call gets a :class:`CowTables`:
+what changed without copying, diffing or re-hashing the whole state. So each call gets a
+:class:`CowTables` whose tables are *working views* (:class:`~.cow_list.CowList`,
+:class:`~.cow_dict.CowDict`: real ``list`` / ``dict`` subclasses, so ``isinstance``, ``json.dumps``
+and friends keep working) that clone a record the first time the tool reads it and track every edit.
 
-- a table is wrapped (:class:`CowList` / :class:`CowDict`, real ``list`` / ``dict`` subclasses, so
-  ``isinstance``, ``json.dumps`` and friends keep working) the first time the tool touches it;
-- a record is cloned the first time the tool reads it through the view, so in-place edits land on
-  the clone, never on the trial's record;
-- structural edits (append, insert, delete, assignment) are tracked.
+Views are built once per table and reused by the trial's next calls: after a call,
+:meth:`CowTables.settle` puts back only what that call touched. A call whose thread may still be
+running (it timed out) must never share its views again: the mirror drops them instead
+(see mirror.py).
 
-:meth:`CowTables.changes` then compares only what the tool touched with the base and returns the
-changes as DB-service TableChange operations, which :func:`apply_changes` (runner mirror) and the DB
-service (durable store) apply identically. Records of the base are never mutated, only replaced, so a
-stale view of a timed-out call cannot corrupt the trial.
+:meth:`CowTables.changes` returns the call's effect as DB-service TableChange operations, which
+:func:`apply_changes` (runner mirror) and the DB service (durable store) apply identically. Records of
+the base are never mutated, only replaced, so a stale view cannot corrupt the trial.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, SupportsIndex, cast, overload
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, cast
 
-__all__ = ["CowDict", "CowList", "CowTables", "TableShapeError", "apply_changes", "clone"]
+from .clone import clone
+from .cow_dict import CowDict
+from .cow_list import CowList, list_diff
 
-_ATOMIC: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+__all__ = ["CowDict", "CowList", "CowTables", "TableShapeError", "TableView", "apply_changes", "clone"]
 
-
-def clone(value: Any) -> Any:
-    """A deep copy of a JSON-shaped value, fast for the dict/list/scalar case."""
-    if type(value) in _ATOMIC:  # pyright: ignore[reportUnknownArgumentType]
-        return value
-    if type(value) is dict:
-        record = cast(dict[str, Any], value)
-        return {key: item if type(item) in _ATOMIC else clone(item) for key, item in record.items()}  # pyright: ignore[reportUnknownArgumentType]
-    if type(value) is list:
-        rows = cast(list[Any], value)
-        return [item if type(item) in _ATOMIC else clone(item) for item in rows]  # pyright: ignore[reportUnknownArgumentType]
-    return copy.deepcopy(value)
+TableView = CowList | CowDict
 
 
 class TableShapeError(Exception):
     """A tool added or removed a whole table, or changed a table's shape (list vs keyed)."""
 
 
-class CowList(list[Any]):
-    """A list table: records are cloned on first read; edits are tracked."""
-
-    def __init__(self, base: list[Any]) -> None:
-        super().__init__(base)
-        self._base = base
-        self._cloned: set[int] = set()
-        self._structural = False
-        self._base_ids: set[int] | None = None
-
-    # -- reads hand out clones --------------------------------------------------------------------
-    def _own(self, index: int) -> Any:
-        if index < 0:
-            index += len(self)
-        if not self._structural and index not in self._cloned:
-            self._cloned.add(index)
-            super().__setitem__(index, clone(super().__getitem__(index)))
-        elif self._structural:
-            # After a structural edit, positions no longer line up with the base: clone any record
-            # that is still the base's own object.
-            item = super().__getitem__(index)
-            if self._base_ids is None:
-                self._base_ids = {id(record) for record in self._base}
-            if type(item) not in _ATOMIC and id(item) in self._base_ids:
-                super().__setitem__(index, clone(item))
-        return super().__getitem__(index)
-
-    @overload
-    def __getitem__(self, index: SupportsIndex) -> Any: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Any]: ...
-    def __getitem__(self, index: SupportsIndex | slice) -> Any:
-        if isinstance(index, slice):
-            return [self._own(i) for i in range(*index.indices(len(self)))]
-        position = index.__index__()
-        super().__getitem__(position)  # raises IndexError exactly as a list would
-        return self._own(position)
-
-    def __iter__(self) -> Iterator[Any]:
-        for i in range(len(self)):
-            yield self._own(i)
-
-    def __reversed__(self) -> Iterator[Any]:
-        for i in range(len(self) - 1, -1, -1):
-            yield self._own(i)
-
-    def copy(self) -> list[Any]:
-        return list(self)
-
-    def __add__(self, other: Iterable[Any]) -> list[Any]:  # pyright: ignore[reportIncompatibleMethodOverride]
-        return [*self, *other]
-
-    def __radd__(self, other: Iterable[Any]) -> list[Any]:
-        return [*other, *self]
-
-    def __mul__(self, times: SupportsIndex) -> list[Any]:
-        return [clone(item) for _ in range(times.__index__()) for item in self]
-
-    __rmul__ = __mul__
-
-    # -- writes are structural --------------------------------------------------------------------
-    def _mark(self) -> None:
-        self._structural = True
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        self._mark()
-        super().__setitem__(index, value)
-
-    def __delitem__(self, index: Any) -> None:
-        self._mark()
-        super().__delitem__(index)
-
-    def __iadd__(self, other: Iterable[Any]) -> CowList:  # pyright: ignore[reportIncompatibleMethodOverride]
-        self.extend(other)
-        return self
-
-    def __imul__(self, times: SupportsIndex) -> CowList:
-        self._mark()
-        super().__imul__(times)
-        return self
-
-    def append(self, value: Any) -> None:
-        self._mark()
-        super().append(value)
-
-    def extend(self, values: Iterable[Any]) -> None:
-        self._mark()
-        super().extend(values)
-
-    def insert(self, index: SupportsIndex, value: Any) -> None:
-        self._mark()
-        super().insert(index, value)
-
-    def pop(self, index: SupportsIndex = -1) -> Any:
-        self._mark()
-        return super().pop(index)
-
-    def remove(self, value: Any) -> None:
-        self._mark()
-        super().remove(value)
-
-    def clear(self) -> None:
-        self._mark()
-        super().clear()
-
-    def sort(self, *, key: Callable[[Any], Any] | None = None, reverse: bool = False) -> None:
-        self._mark()
-        super().sort(key=key, reverse=reverse)  # pyright: ignore[reportCallIssue, reportArgumentType]
-
-    def reverse(self) -> None:
-        self._mark()
-        super().reverse()
-
-    # -- the diff ---------------------------------------------------------------------------------
-    def operations(self) -> list[dict[str, Any]]:
-        """TableChange operations that turn the base into this list (index selectors, in order)."""
-        base = self._base
-        if not self._structural:
-            # Positions still line up with the base: only the records handed out can differ.
-            read = super().__getitem__
-            return [
-                {"op": "upsert", "index": i, "record": read(i)}
-                for i in sorted(self._cloned)
-                if read(i) != base[i]
-            ]
-        return _list_diff(base, super().copy())
-
-
-def _list_diff(base: list[Any], current: list[Any]) -> list[dict[str, Any]]:
-    """Operations turning ``base`` into ``current``: common prefix and suffix kept, the middle replaced."""
-    limit = min(len(base), len(current))
-    prefix = 0
-    while prefix < limit and (current[prefix] is base[prefix] or current[prefix] == base[prefix]):
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and (
-        current[-1 - suffix] is base[-1 - suffix] or current[-1 - suffix] == base[-1 - suffix]
-    ):
-        suffix += 1
-    old_middle = len(base) - prefix - suffix
-    new_middle = current[prefix : len(current) - suffix]
-    operations: list[dict[str, Any]] = []
-    overlap = min(old_middle, len(new_middle))
-    for offset in range(overlap):
-        operations.append({"op": "upsert", "index": prefix + offset, "record": new_middle[offset]})
-    for _ in range(old_middle - overlap):
-        operations.append({"op": "delete", "index": prefix + overlap})
-    for offset in range(overlap, len(new_middle)):
-        operations.append({"op": "insert", "index": prefix + offset, "record": new_middle[offset]})
-    return operations
-
-
-class CowDict(dict[str, Any]):
-    """A keyed table: records are cloned on first read; key assignments and deletions are tracked."""
-
-    def __init__(self, base: dict[str, Any]) -> None:
-        super().__init__(base)
-        self._base = base
-        self._touched: set[str] = set()
-
-    def _own(self, key: str) -> Any:
-        value = super().__getitem__(key)
-        if key not in self._touched:
-            self._touched.add(key)
-            value = clone(value)
-            super().__setitem__(key, value)
-        return value
-
-    def __getitem__(self, key: str) -> Any:
-        return self._own(key)
-
-    def get(self, key: str, default: Any = None) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]
-        return self._own(key) if super().__contains__(key) else default
-
-    def values(self) -> list[Any]:  # pyright: ignore[reportIncompatibleMethodOverride]
-        return [self._own(key) for key in super().keys()]  # noqa: SIM118 -- the dict's own keys, not an override
-
-    def items(self) -> list[tuple[str, Any]]:  # pyright: ignore[reportIncompatibleMethodOverride]
-        return [(key, self._own(key)) for key in super().keys()]  # noqa: SIM118 -- the dict's own keys, not an override
-
-    def copy(self) -> dict[str, Any]:
-        return dict(self.items())
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self._touched.add(key)
-        super().__setitem__(key, value)
-
-    def __delitem__(self, key: str) -> None:
-        self._touched.add(key)
-        super().__delitem__(key)
-
-    def pop(self, key: str, *default: Any) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]
-        if super().__contains__(key):
-            value = self._own(key)
-            super().__delitem__(key)
-            return value
-        if default:
-            return default[0]
-        raise KeyError(key)
-
-    def popitem(self) -> tuple[str, Any]:
-        key = next(reversed(list(super().keys())))
-        return key, self.pop(key)
-
-    def setdefault(self, key: str, default: Any = None) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]
-        if super().__contains__(key):
-            return self._own(key)
-        self[key] = default
-        return default
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        for key, value in dict(*args, **kwargs).items():
-            self[key] = value
-
-    def __ior__(self, other: Any) -> CowDict:  # pyright: ignore[reportIncompatibleMethodOverride]
-        self.update(other)
-        return self
-
-    def clear(self) -> None:
-        self._touched.update(super().keys())
-        super().clear()
-
-    def operations(self) -> list[dict[str, Any]]:
-        """TableChange operations (key selectors) that turn the base into this mapping."""
-        operations: list[dict[str, Any]] = []
-        base = self._base
-        for key in sorted(self._touched):
-            present = super().__contains__(key)
-            if present:
-                value = super().__getitem__(key)
-                if key not in base or base[key] != value:
-                    operations.append({"op": "upsert", "key": key, "record": value})
-            elif key in base:
-                operations.append({"op": "delete", "key": key})
-        return operations
-
-
 class CowTables(dict[str, Any]):
-    """The ``data`` a python tool receives: the trial's tables behind copy-on-write views."""
+    """The ``data`` a python tool receives: the trial's tables behind copy-on-write views.
 
-    def __init__(self, base: dict[str, Any]) -> None:
+    ``views`` holds the working views kept between calls (table name -> view); a view is taken from
+    it, or built and put in it, when the tool first touches the table.
+    """
+
+    def __init__(self, base: dict[str, Any], views: dict[str, TableView] | None = None) -> None:
         super().__init__(base)
         self._base = base
-        self._views: dict[str, CowList | CowDict] = {}
+        self.views: dict[str, TableView] = {} if views is None else views
+        self._active: dict[str, TableView] = {}
 
     def _view(self, name: str) -> Any:
         value = super().__getitem__(name)
-        if name in self._views or value is not self._base.get(name):
+        if name in self._active or value is not self._base.get(name):
             return value
-        if type(value) is list:
-            view: CowList | CowDict = CowList(cast(list[Any], value))
-        elif type(value) is dict:
-            view = CowDict(cast(dict[str, Any], value))
+        view = self.views.get(name)
+        if view is None or view.base is not value:
+            if type(value) is list:
+                view = CowList(cast(list[Any], value))
+            elif type(value) is dict:
+                view = CowDict(cast(dict[str, Any], value))
+            else:
+                return value
+            self.views[name] = view
         else:
-            return value
-        self._views[name] = view
+            view.begin()
+        self._active[name] = view
         super().__setitem__(name, view)
         return view
 
     def __getitem__(self, name: str) -> Any:
         return self._view(name)
+
+    def __iter__(self) -> Iterator[str]:
+        # As in CowDict: dict(data) and {**data} must go through the views, not copy raw tables in C.
+        return iter(super().keys())
 
     def get(self, name: str, default: Any = None) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]
         return self._view(name) if super().__contains__(name) else default
@@ -331,11 +99,11 @@ class CowTables(dict[str, Any]):
             base: Any = self._base[name]
             if value is base:
                 continue
-            if isinstance(value, CowList | CowDict) and self._views.get(name) is value:
+            if isinstance(value, CowList | CowDict) and self._active.get(name) is value:
                 operations = value.operations()
             elif (base_is_list := isinstance(base, list)) and isinstance(value, list):
                 replaced = [clone(item) for item in cast(list[Any], value)]
-                operations = _list_diff(cast(list[Any], base), replaced)
+                operations = list_diff(cast(list[Any], base), replaced)
             elif not base_is_list and isinstance(value, dict):
                 operations = _keyed_replacement(cast(dict[str, Any], base), cast(dict[str, Any], value))
             else:
@@ -344,6 +112,12 @@ class CowTables(dict[str, Any]):
             if operations:
                 changes.append({"table_name": name, "operations": operations})
         return changes
+
+    def settle(self) -> None:
+        """Put every view this call used back in step with its base (after the commit, or a failure)."""
+        for view in self._active.values():
+            view.settle()
+        self._active.clear()
 
 
 def _keyed_replacement(base: Mapping[str, Any], value: Mapping[str, Any]) -> list[dict[str, Any]]:

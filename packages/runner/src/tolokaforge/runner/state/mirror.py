@@ -4,16 +4,19 @@ Python tools read and write this mirror through copy-on-write views (cow.py), so
 no fetch. Each completed call's changes go to the store as one atomic batch guarded by the version
 the mirror was built from; only after the store accepts them does the mirror apply them, so the two
 never disagree about a committed call.
+
+The mirror also keeps the trial's working views between calls (:meth:`open_call` /
+:meth:`close_call`), so a call into a large table costs what it touches, not the table's size.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from tolokaforge.db.client import StateClient
 
-from .cow import apply_changes, clone
+from .cow import CowTables, TableView, apply_changes, clone
 
 __all__ = ["TrialMirror"]
 
@@ -26,6 +29,7 @@ class TrialMirror:
         self.client = client
         self.tables = tables
         self.version = version
+        self._views: dict[str, TableView] = {}
 
     @classmethod
     async def create(
@@ -40,7 +44,26 @@ class TrialMirror:
         """Initialise the trial in the store and keep a private copy of its tables."""
         hashes = await client.init_trial(trial_id, tables, schemas=schemas, unstable_fields=unstable_fields)
         # The store may keep the objects it was given; the mirror must never share a container with it.
-        return cls(trial_id, client, {name: clone(table) for name, table in tables.items()}, hashes.version)
+        return cls(
+            trial_id, client, {name: _canonical(table) for name, table in tables.items()}, hashes.version
+        )
+
+    def open_call(self) -> CowTables:
+        """The ``data`` for one python tool call (calls on a trial run one at a time)."""
+        return CowTables(self.tables, self._views)
+
+    def close_call(self, data: CowTables, *, finished: bool) -> None:
+        """End a call opened by :meth:`open_call`, after its commit or failure.
+
+        ``finished`` says the tool's thread has returned. If it has not (the call timed out), the
+        thread may still write to its views, so they are dropped and the next call builds new ones.
+        """
+        if data.views is not self._views:
+            return  # the mirror was reloaded meanwhile: those views are gone already
+        if finished:
+            data.settle()
+        else:
+            self._views = {}
 
     async def commit(self, changes: Sequence[Mapping[str, Any]]) -> None:
         """Persist one call's changes atomically, then apply them to the mirror."""
@@ -52,5 +75,18 @@ class TrialMirror:
     async def reload(self) -> None:
         """Replace the mirror with the store's current state (after reset, restore, or a foreign write)."""
         state = await self.client.get_state(self.trial_id)
-        self.tables = {name: clone(table) for name, table in state.tables.items()}
+        self.tables = {name: _canonical(table) for name, table in state.tables.items()}
         self.version = state.version
+        self._views = {}
+
+
+def _canonical(table: Any) -> Any:
+    """A private copy of a table, a keyed table in key order -- the order the store returns it in.
+
+    So a tool that iterates a keyed table sees the same order at registration as after a reload
+    (ResetTrial, grading's replay), and the trial and its golden replay stay comparable.
+    """
+    if isinstance(table, dict):
+        keyed = cast(dict[str, Any], table)
+        return {key: clone(keyed[key]) for key in sorted(keyed)}
+    return clone(table)

@@ -2,11 +2,12 @@
 
     uv run python tools/bench/runner_calls.py [--calls 2000]
 
-For 1 trial (sequential calls) and 64 trials (one call loop each, concurrently), with a small state
-and a 100k-record state, it prints calls/s and p50/p99 latency of ExecuteTool for a trivial python
-tool and for a tool that reads and writes one record, next to the same figures for a grpclib +
-betterproto2 servicer that answers ExecuteTool with a canned response (same payload sizes, same
-process, same event loop). The goal: runner overhead within 2x the echo floor, and latency
+For 1 trial (sequential calls) and 64 trials (one call loop each, concurrently; 8 with the 100k
+state), with a small state and a 100k-record state, it prints calls/s and p50/p99 latency of
+ExecuteTool for a trivial python tool and for a tool that reads and writes one record, next to the
+same figures for a grpclib + betterproto2 servicer that answers ExecuteTool with a canned response
+(same payload sizes, same process, same event loop, same concurrency), measured in rounds
+alternating with the case; medians over the rounds. The goal: runner overhead within 2x the echo floor, and latency
 independent of state size.
 """
 
@@ -168,9 +169,18 @@ async def _runner(trials: int, calls: int, records: int, tool: str, code: Path) 
         await handle.close()
 
 
+def _median_row(rows: list[tuple[float, float, float]]) -> tuple[float, float, float]:
+    return (
+        statistics.median(r[0] for r in rows),
+        statistics.median(r[1] for r in rows),
+        statistics.median(r[2] for r in rows),
+    )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3, help="floor/case pairs per case (medians shown)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         code = Path(tmp)
@@ -179,16 +189,23 @@ async def main() -> None:
             f"{'case':<44}{'calls/s':>10}{'p50 ms':>9}{'p99 ms':>9}   floor: echo calls/s, p50, p99   ratio"
         )
         for trials in (1, 64):
-            floor = await _echo_floor(trials, args.calls)
             for records in (100, 100_000):
                 # 64 trials of 100k records each is 6.4M records: keep the big case to 8 trials.
                 n_trials = trials if records < 100_000 else min(trials, 8)
                 for tool in ("ping", "touch"):
-                    rate, p50, p99 = await _runner(n_trials, args.calls, records, tool, code)
+                    # The floor is measured right beside each round of the case, with the same
+                    # concurrency, so machine noise hits both alike.
+                    floors: list[tuple[float, float, float]] = []
+                    cases: list[tuple[float, float, float]] = []
+                    for _ in range(args.rounds):
+                        floors.append(await _echo_floor(n_trials, args.calls))
+                        cases.append(await _runner(n_trials, args.calls, records, tool, code))
+                    floor, (rate, p50, p99) = _median_row(floors), _median_row(cases)
                     label = f"{n_trials} trial(s), {records:>6} records, {tool}"
                     print(
                         f"{label:<44}{rate:>10.0f}{p50:>9.2f}{p99:>9.2f}   "
-                        f"{floor[0]:>8.0f}{floor[1]:>8.2f}{floor[2]:>8.2f}        {floor[0] / rate:>5.2f}x"
+                        f"{floor[0]:>8.0f}{floor[1]:>8.2f}{floor[2]:>8.2f}        {floor[0] / rate:>5.2f}x",
+                        flush=True,
                     )
 
 

@@ -11,6 +11,7 @@ import pytest
 from grpclib.const import Status
 
 from tolokaforge.contracts.runner import (
+    ExecutionStatus,
     GetStateRequest,
     GradeTrialRequest,
     RegisterTrialRequest,
@@ -89,6 +90,29 @@ async def test_grading_twice_gives_the_same_grade(register: Any, episode: Any) -
     first, second = await ep.grade(), await ep.grade()
     assert first.success and second.success, (first.error, second.error)
     assert first.grade == second.grade
+
+
+@pytest.mark.parametrize("golden_fails", [False, True], ids=["replayed", "replay-failed"])
+async def test_tools_resume_on_the_trials_own_state_after_grading(
+    register: Any, episode: Any, stub: RunnerServiceStub, runner: RunnerHandle, golden_fails: bool
+) -> None:
+    golden = [PAY_O1, {"tool_name": "add_note", "arguments": {"text": "golden"}}]
+    if golden_fails:
+        golden.append({"tool_name": "explode", "arguments": {}})
+    await register("t:0", grading=hash_grading(*golden))
+    ep = episode("t:0")
+    await ep.call("set_status", {"order_id": "O-2", "status": "paid"}, "c1")
+    await ep.call("add_note", {"text": "mine"}, "c2")
+    assert (await ep.grade()).success is not golden_fails
+    # Tools read the runner's mirror: it must hold the trial's state again, not the golden replay's.
+    seen = await ep.call("get_order", {"order_id": "O-1"}, "c3")
+    assert json.loads(seen.output)["status"] == "open"
+    written = await ep.call("add_note", {"text": "after grading"}, "c4")
+    assert written.status == ExecutionStatus.SUCCESS, written.error_message
+    state = json.loads((await stub.get_state(GetStateRequest(trial_id="t:0"))).state_json)
+    assert state["notes"] == [{"text": "mine"}, {"text": "after grading"}]
+    assert [o["status"] for o in state["orders"]] == ["open", "paid"]
+    assert runner.servicer.registry.get("t:0").mirror.tables == state
 
 
 async def test_golden_replay_starts_from_the_initialised_state(register: Any, episode: Any) -> None:

@@ -6,19 +6,31 @@ the mirror was built from; only after the store accepts them does the mirror app
 never disagree about a committed call.
 
 The mirror also keeps the trial's working views between calls (:meth:`open_call` /
-:meth:`close_call`), so a call into a large table costs what it touches, not the table's size.
+:meth:`close_call`), so a call into a large table costs what it touches, not the table's size; and
+grading sets the whole mirror aside while it replays on fresh state (:meth:`set_aside` /
+:meth:`put_back`) instead of reloading it from the store afterwards.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from tolokaforge.db.client import StateClient
 
 from .cow import CowTables, TableView, apply_changes, clone
 
-__all__ = ["TrialMirror"]
+__all__ = ["SetAside", "TrialMirror"]
+
+
+@dataclass(frozen=True, slots=True)
+class SetAside:
+    """A mirror's tables and views as of ``version``, kept while the mirror works on other state."""
+
+    tables: dict[str, Any]
+    views: dict[str, TableView]
+    version: int
 
 
 class TrialMirror:
@@ -72,10 +84,22 @@ class TrialMirror:
         self.version = await self.client.patch(self.trial_id, changes, expected_version=self.version)
         apply_changes(self.tables, changes)
 
+    def set_aside(self) -> SetAside:
+        """The mirror as it is now, to :meth:`put_back` once the store is restored to this version.
+
+        The mirror's next :meth:`reload` gives it new objects, so what is set aside stays untouched.
+        """
+        return SetAside(self.tables, self._views, self.version)
+
+    def put_back(self, saved: SetAside, version: int) -> None:
+        """Resume from ``saved``: the store holds that state again (restored), now at ``version``."""
+        self.tables, self._views, self.version = saved.tables, saved.views, version
+
     async def reload(self) -> None:
         """Replace the mirror with the store's current state (after reset, restore, or a foreign write)."""
         state = await self.client.get_state(self.trial_id)
-        self.tables = {name: _canonical(table) for name, table in state.tables.items()}
+        # Parsed from the store's answer, the tables are new objects already: no copy needed.
+        self.tables = {name: _in_key_order(table) for name, table in state.tables.items()}
         self.version = state.version
         self._views = {}
 
@@ -86,7 +110,14 @@ def _canonical(table: Any) -> Any:
     So a tool that iterates a keyed table sees the same order at registration as after a reload
     (ResetTrial, grading's replay), and the trial and its golden replay stay comparable.
     """
-    if isinstance(table, dict):
-        keyed = cast(dict[str, Any], table)
-        return {key: clone(keyed[key]) for key in sorted(keyed)}
-    return clone(table)
+    return _in_key_order(clone(table))
+
+
+def _in_key_order(table: Any) -> Any:
+    if not isinstance(table, dict):
+        return table
+    keyed = cast(dict[str, Any], table)
+    keys = list(keyed)
+    if keys == sorted(keys):
+        return keyed
+    return {key: keyed[key] for key in sorted(keys)}

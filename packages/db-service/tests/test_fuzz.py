@@ -151,9 +151,10 @@ def test_stateful(live: _LiveServer) -> None:
             self.inserts = 0
 
         def before_call(self, case: Any) -> None:
-            # Links carry only the trial id. Steer PATCHes at the tables the trial was created with, drop
-            # the (random, so always stale) expected_version and give inserts the key their table's shape
-            # needs, so sequences get past "no such table" to real mutations; the rest stays random.
+            # Links carry only the trial id. Steer valid (positive) PATCHes at the tables the trial was
+            # created with, drop the (random, so always stale) expected_version and make the operation an
+            # insert of the shape its table needs, so sequences get past "no such table" to real
+            # mutations; negative cases and everything else stay random.
             parameters: dict[str, Any] = case.path_parameters or {}
             trial = str(parameters.get("trial_id", ""))
             body: Any = case.body
@@ -161,6 +162,9 @@ def test_stateful(live: _LiveServer) -> None:
             if label == "POST /trials/{trial_id}/init" and isinstance(body, dict):
                 tables = cast(dict[str, Any], cast(dict[str, Any], body).get("tables", {}))
                 self.shapes.setdefault(trial, {name: isinstance(t, list) for name, t in tables.items()})
+            meta: Any = case.meta
+            if meta is not None and not meta.generation.mode.is_positive:
+                return  # a deliberately invalid request must stay invalid
             if isinstance(body, dict):
                 cast(dict[str, Any], body).pop("expected_version", None)
             shapes = self.shapes.get(trial)

@@ -14,6 +14,7 @@ Records are never mutated in place: tables, snapshots and the initial state shar
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import accumulate
@@ -21,7 +22,7 @@ from typing import Any, ClassVar
 
 from tolokaforge.db.encoding import encode_members
 
-__all__ = ["CHUNK", "KeyedTable", "ListTable", "Record", "Table", "build_table"]
+__all__ = ["CHUNK", "Chunk", "KeyedTable", "ListTable", "Record", "Table", "build_table", "table_of_shape"]
 
 Record = dict[str, Any]
 CHUNK = 64
@@ -41,6 +42,19 @@ class _Chunk:
         self._full: bytes | None = None
         self._stable: tuple[frozenset[str], bytes] | None = None
 
+    @classmethod
+    def stored(cls, shape: str, full: bytes, fields: frozenset[str], stable: bytes | None) -> _Chunk:
+        """A chunk read back from its canonical encoding (the PostgreSQL store keeps only that)."""
+        if shape == "list":
+            chunk = cls(tuple(json.loads(b"[" + full + b"]")))
+        else:
+            keyed: dict[str, Record] = json.loads(b"{" + full + b"}")  # keys come back in stored order
+            chunk = cls(tuple(keyed.values()), tuple(keyed))
+        chunk._full = full
+        if fields:
+            chunk._stable = (fields, full if stable is None else stable)
+        return chunk
+
     def encoded(self, fields: frozenset[str]) -> bytes:
         if not fields:
             if self._full is None:
@@ -57,6 +71,9 @@ class _Chunk:
         if self.keys:
             return dict(zip(self.keys, records, strict=True))
         return list(records)
+
+
+Chunk = _Chunk
 
 
 def _strip(record: Record, fields: frozenset[str]) -> Record:
@@ -97,6 +114,11 @@ class Table:
 
     def __len__(self) -> int:
         return self._size
+
+    @property
+    def chunks(self) -> tuple[_Chunk, ...]:
+        """The chunks, in order. Immutable: an edit returns a table sharing every untouched one."""
+        return self._chunks
 
     def pieces(self, fields: frozenset[str] = NO_FIELDS) -> Iterator[bytes]:
         """The canonical encoding of the table in pieces (feed them to a hash, or join them)."""
@@ -274,6 +296,11 @@ class KeyedTable(Table):
             kept = [(k, r) for k, r in zip(chunk.keys, chunk.records, strict=True) if k not in gone]
             chunks.extend(_split([r for _, r in kept], [k for k, _ in kept]))
         return KeyedTable(tuple(chunks))
+
+
+def table_of_shape(shape: str, chunks: tuple[_Chunk, ...]) -> Table:
+    """A table of ``shape`` ("list" or "keyed") made of ``chunks``."""
+    return ListTable(chunks) if shape == "list" else KeyedTable(chunks)
 
 
 def build_table(value: list[Record] | dict[str, Record]) -> Table:

@@ -7,6 +7,9 @@
 (c) snapshot + one change + restore        vs  copy.deepcopy of the state       (memory store)
 (d) PATCH operations/s over HTTP           vs  a bare echo endpoint on the same server (64 in flight)
     plus the same PATCH load from httpx.AsyncClient, the measurement behind HttpStateClient's choice.
+(e) one-record PATCH on the PostgreSQL store vs  the same PATCH into a 100-record table, and a bare
+    transaction that locks and bumps the trial's row (the commit every write pays)
+    (PostgreSQL from TOLOKAFORGE_BENCH_PG_DSN, default the local trust-auth server; a scratch database)
 
 Data is seeded; times are medians of several repetitions (these machines are noisy: compare ratios).
 """
@@ -18,6 +21,7 @@ import asyncio
 import copy
 import hashlib
 import json
+import os
 import random
 import socket
 import statistics
@@ -26,8 +30,10 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
+import asyncpg  # pyright: ignore[reportMissingTypeStubs]
 import httpx
 import uvicorn
 from starlette.requests import Request
@@ -38,8 +44,10 @@ from tolokaforge.core.stable_hash import strip_unstable
 from tolokaforge.db.app import create_app
 from tolokaforge.db.memory import MemoryStore
 from tolokaforge.db.operations import TableChange, apply_changes
+from tolokaforge.db.postgres import PostgresStore
 from tolokaforge.db.settings import Settings
 from tolokaforge.db.state import TrialState
+from tolokaforge.db.store import TrialInit
 from tolokaforge.db.tables import build_table
 
 UNSTABLE = [("records", "created_at")]
@@ -248,12 +256,64 @@ async def bench_http(size: int, total: int) -> None:
         child.wait(10)
 
 
+# --- (e) PostgreSQL writes --------------------------------------------------------------------------
+
+PG_DSN = os.environ.get("TOLOKAFORGE_BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+async def _pg_patch_time(store: PostgresStore, trial_id: str, size: int) -> float:
+    await store.init_trial(
+        trial_id, TrialInit({"records": build_table(make_tables(size)["records"])}, {}, [], {})
+    )
+    counter = {"n": 0}
+
+    async def write() -> None:
+        counter["n"] += 1
+        operation = {"op": "update", "index": (counter["n"] * 7919) % size, "set": {"balance": 1.5}}
+        await store.patch(trial_id, [TableChange("records", [operation])], None)
+
+    return await amedian_time(write, 200)
+
+
+async def bench_postgres(sizes: list[int]) -> None:
+    database = f"tf_bench_{os.getpid()}"
+    connect: Any = asyncpg.connect  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    admin: Any = await connect(PG_DSN)
+    await admin.execute(f'CREATE DATABASE "{database}"')
+    dsn = urlunsplit(urlsplit(PG_DSN)._replace(path="/" + database))
+    store = PostgresStore(dsn)
+    try:
+        await store.start()
+        small = await _pg_patch_time(store, "small", 100)
+        conn: Any = await connect(dsn)
+
+        async def bump() -> None:
+            async with conn.transaction():
+                await conn.fetchrow("SELECT version FROM tf_trials WHERE trial_id = 'small' FOR UPDATE")
+                await conn.execute("UPDATE tf_trials SET version = version WHERE trial_id = 'small'")
+
+        commit = await amedian_time(bump, 200)
+        await conn.close()
+        print("PostgreSQL store, one-record PATCH")
+        for size in sizes:
+            ours = await _pg_patch_time(store, f"t{size}", size)
+            print(
+                f"  (e) {size:>7,} records {_ms(ours)}   floor: 100 records {_ms(small)} "
+                f"({ours / small:4.2f}x), bare locked commit {_ms(commit)} ({ours / commit:4.2f}x)"
+            )
+    finally:
+        await store.close()
+        await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        await admin.close()
+
+
 async def run(sizes: list[int], total: int) -> None:
     for size in sizes:
         print(f"{size:,} records")
         bench_hashes(size)
         await bench_snapshots(size)
         await bench_http(size, total)
+    await bench_postgres(sizes)
 
 
 def main() -> None:

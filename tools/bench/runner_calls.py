@@ -1,6 +1,6 @@
 """Benchmark: ExecuteTool round trips through a real runner, beside a bare grpclib echo floor.
 
-    uv run python tools/bench/runner_calls.py [--calls 2000]
+    uv run python tools/bench/runner_calls.py [--calls 2000] [--durable]
 
 For 1 trial (sequential calls) and 64 trials (one call loop each, concurrently; 8 with the 100k
 state), with a small state and a 100k-record state, it prints calls/s and p50/p99 latency of
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import socket
 import statistics
 import tempfile
@@ -24,11 +25,14 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+import asyncpg  # pyright: ignore[reportMissingTypeStubs]
 from grpclib.client import Channel
 from grpclib.server import Server
 
 from tolokaforge.contracts.runner import (
+    CleanupTrialRequest,
     ExecuteToolRequest,
     ExecuteToolResponse,
     ExecutionStatus,
@@ -38,7 +42,11 @@ from tolokaforge.contracts.runner import (
     ToolMetrics,
 )
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
+from tolokaforge.db.server import serve_settings
+from tolokaforge.db.settings import Settings as DbSettings
 from tolokaforge.runner import RunnerSettings, start_runner
+
+PG_DSN = os.environ.get("TOLOKAFORGE_BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 TOOLS = textwrap.dedent(
     """
@@ -142,8 +150,10 @@ def _request(trial_id: str, tool: str, arguments: dict[str, Any], n: int) -> Exe
     )
 
 
-async def _runner(trials: int, calls: int, records: int, tool: str, code: Path) -> tuple[float, float, float]:
-    handle = await start_runner(RunnerSettings())
+async def _runner(
+    trials: int, calls: int, records: int, tool: str, code: Path, db_url: str | None = None
+) -> tuple[float, float, float]:
+    handle = await start_runner(RunnerSettings(db_url=db_url))
     channel = Channel(handle.host, handle.port)
     stub = RunnerServiceStub(channel)
     try:
@@ -163,7 +173,10 @@ async def _runner(trials: int, calls: int, records: int, tool: str, code: Path) 
             assert result.status == ExecutionStatus.SUCCESS, result.error_message
 
         await _measure(trials, min(calls, 200), call)  # warm-up
-        return await _measure(trials, calls, call)
+        measured = await _measure(trials, calls, call)
+        for trial in range(trials):  # a shared DB service keeps what is not cleaned up
+            await stub.cleanup_trial(CleanupTrialRequest(trial_id=f"t:{trial}"))
+        return measured
     finally:
         channel.close()
         await handle.close()
@@ -177,10 +190,39 @@ def _median_row(rows: list[tuple[float, float, float]]) -> tuple[float, float, f
     )
 
 
+async def _durable_rows(calls: int, code: Path) -> None:
+    """The write case again with the runner's state in a DB service over HTTP on PostgreSQL."""
+    connect: Any = asyncpg.connect  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    admin: Any = await connect(PG_DSN)
+    database = f"tf_bench_runner_{os.getpid()}"
+    await admin.execute(f'CREATE DATABASE "{database}"')
+    dsn = urlunsplit(urlsplit(PG_DSN)._replace(path="/" + database))
+    try:
+        async with serve_settings(DbSettings(store="postgres", dsn=dsn, port=0)) as db_url:
+            small = await _runner(1, calls, 100, "touch", code, db_url)
+            print(
+                "\nrunner on a DB service over HTTP on PostgreSQL (1 trial; floor: the same call, 100 records)"
+            )
+            for records in (100, 100_000):
+                rate, p50, p99 = await _runner(1, calls, records, "touch", code, db_url)
+                print(
+                    f"{f'1 trial(s), {records:>6} records, touch':<44}{rate:>10.0f}{p50:>9.2f}{p99:>9.2f}   "
+                    f"{small[0]:>8.0f}{small[1]:>8.2f}{small[2]:>8.2f}        {small[0] / rate:>5.2f}x"
+                )
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        await admin.close()
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3, help="floor/case pairs per case (medians shown)")
+    parser.add_argument(
+        "--durable",
+        action="store_true",
+        help="also the write case with state in a DB service on PostgreSQL (TOLOKAFORGE_BENCH_PG_DSN)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         code = Path(tmp)
@@ -207,6 +249,8 @@ async def main() -> None:
                         f"{floor[0]:>8.0f}{floor[1]:>8.2f}{floor[2]:>8.2f}        {floor[0] / rate:>5.2f}x",
                         flush=True,
                     )
+        if args.durable:
+            await _durable_rows(min(args.calls, 500), code)
 
 
 if __name__ == "__main__":

@@ -85,6 +85,7 @@ async def test_exec_runs_in_the_workspace_with_exit_status_and_deadline(
     listed = await call_tool("builtin:0", "exec_run", {"command": ["ls"]}, "c1")
     assert listed.status == ExecutionStatus.SUCCESS, listed.error_message
     assert json.loads(listed.output)["stdout"] == "here.txt\n"
+    assert listed.metrics is not None and listed.metrics.exit_code == 0
     failed = await call_tool(
         "builtin:0", "exec_run", {"command": ["sh", "-c", "echo oops >&2; exit 3"]}, "c2"
     )
@@ -92,6 +93,7 @@ async def test_exec_runs_in_the_workspace_with_exit_status_and_deadline(
     assert failed.tool_error is not None
     details = json.loads(failed.tool_error.details_json)
     assert details["exit_code"] == 3 and "oops" in details["stderr"]
+    assert failed.metrics is not None and failed.metrics.exit_code == 3
     slow = await call_tool(
         "builtin:0", "exec_run", {"command": ["sleep", "30"], "timeout_seconds": 0.5}, "c3"
     )

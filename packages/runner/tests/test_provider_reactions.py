@@ -57,6 +57,7 @@ async def test_a_provider_exiting_mid_invoke_is_process_crashed_and_restarted(
     assert response.tool_error is not None
     assert response.tool_error.category == ToolErrorCategory.PROCESS_CRASHED
     assert _details(response)["exit_code"] == 3
+    assert response.metrics is not None and response.metrics.exit_code == 3
     record = runner.servicer.registry.get("prov_crash:0").history[-1]
     assert record.error_category == "process_crashed"
     # The next call runs on a fresh process.

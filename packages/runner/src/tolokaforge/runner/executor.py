@@ -56,6 +56,8 @@ class CallOutcome:
     attempts: int = 1
     category: str | None = None
     """The recorded category: the failure's, or a non-failure's such as cancelled."""
+    exit_code: int | None = None
+    """A process-backed operation's exit code."""
 
 
 class ToolExecutor:
@@ -169,10 +171,24 @@ class ToolExecutor:
         if result.failure is not None:
             failure = result.failure
             return CallOutcome(
-                failure.status, "", failure, latency, 0, result.attempts, _category_name(failure)
+                failure.status,
+                "",
+                failure,
+                latency,
+                0,
+                result.attempts,
+                _category_name(failure),
+                result.exit_code,
             )
         return CallOutcome(
-            ExecutionStatus.SUCCESS, result.output, None, latency, 0, result.attempts, result.category
+            ExecutionStatus.SUCCESS,
+            result.output,
+            None,
+            latency,
+            0,
+            result.attempts,
+            result.category,
+            result.exit_code,
         )
 
     @staticmethod

@@ -46,6 +46,8 @@ class RemoteOutcome:
     attempts: int
     category: str | None = None
     """The category to record when the call did not fail in the model's eyes (e.g. cancelled)."""
+    exit_code: int | None = None
+    """The process's exit code, for a process-backed operation (ToolMetrics.exit_code)."""
 
 
 class CircuitBreaker:
@@ -106,8 +108,8 @@ async def run_remote(
         while True:
             attempt += 1
             try:
-                output = await _attempt(tool, arguments, call, attempt, breaker)
-                return RemoteOutcome(output, None, attempt)
+                output, exit_code = await _attempt(tool, arguments, call, attempt, breaker)
+                return RemoteOutcome(output, None, attempt, exit_code=exit_code)
             except _Cancelled as cancelled:
                 # Not a failure for the model: it sees that the operation was stopped, and why.
                 return RemoteOutcome(cancelled.text, None, attempt, category="cancelled")
@@ -115,7 +117,7 @@ async def run_remote(
                 failure.details.setdefault("attempts", attempt)
                 if attempt >= MAX_ATTEMPTS:
                     failure.details["attempts"] = attempt
-                    return RemoteOutcome("", failure, attempt)
+                    return _failed(failure, attempt)
                 if failure.category == ToolErrorCategory.CONCURRENCY_CONFLICT:
                     # Retry holding the operation's key lock: retries on one key run one at a time.
                     if serialized is None:
@@ -125,10 +127,15 @@ async def run_remote(
                 if failure.retryable and may_auto_retry(tool.spec) and failure.category in _RETRIED:
                     await asyncio.sleep(_RETRY_BACKOFF_S * attempt)
                     continue
-                return RemoteOutcome("", failure, attempt)
+                return _failed(failure, attempt)
     finally:
         if serialized is not None and serialized.locked():
             serialized.release()
+
+
+def _failed(failure: ToolFailure, attempts: int) -> RemoteOutcome:
+    exit_code = failure.details.get("exit_code")
+    return RemoteOutcome("", failure, attempts, exit_code=exit_code if isinstance(exit_code, int) else None)
 
 
 # Categories whose retryable flag the kernel honours; the rest are surfaced whatever the flag says.
@@ -145,7 +152,8 @@ class _Cancelled(Exception):
 
 async def _attempt(
     tool: RemoteTool, arguments: Mapping[str, Any], call: CallInfo, attempt: int, breaker: CircuitBreaker
-) -> str:
+) -> tuple[str, int | None]:
+    """One try: (the text the model sees, the exit code of a process-backed operation)."""
     name = tool.description.name
     if breaker.is_open:
         raise ToolFailure(
@@ -177,7 +185,7 @@ async def _attempt(
             failure.details["consecutive_crashes"] = breaker.consecutive_crashes
         raise
     breaker.record_success()
-    return settle(name, tool.spec, reply)
+    return settle(name, tool.spec, reply), reply.exit_code
 
 
 def settle(name: str, spec: OperationSpec, reply: Reply) -> str:

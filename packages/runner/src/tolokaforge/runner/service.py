@@ -103,7 +103,9 @@ class RunnerServicer(RunnerServiceBase):
             timeout_seconds=message.timeout_seconds,
         )
         metrics = ToolMetrics(
-            latency_seconds=outcome.latency_seconds, state_mutations=outcome.state_mutations
+            latency_seconds=outcome.latency_seconds,
+            exit_code=outcome.exit_code or 0,  # proto3 int32: 0 also when no process ran
+            state_mutations=outcome.state_mutations,
         )
         failure = outcome.failure
         if failure is None:

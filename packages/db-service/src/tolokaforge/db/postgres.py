@@ -29,7 +29,7 @@ from typing import Any, Protocol, cast
 
 import asyncpg  # pyright: ignore[reportMissingTypeStubs]
 
-from tolokaforge.db.chunk_cache import ChunkCache, StoredTable, TrialEntry, new_chunks
+from tolokaforge.db.chunk_cache import CURRENT, ChunkCache, StoredTable, TrialEntry, new_chunks
 from tolokaforge.db.errors import ConflictError, NotFoundError
 from tolokaforge.db.operations import TableChange, apply_changes
 from tolokaforge.db.record_schemas import RecordValidator, compile_schemas
@@ -40,7 +40,7 @@ from tolokaforge.db.tables import NO_FIELDS, Chunk, Table, build_table, table_of
 __all__ = ["PostgresStore", "migrations"]
 
 _MIGRATION_LOCK = 0x746F6C6F6B61  # any constant shared by every process migrating this database
-_CURRENT, _INITIAL = "current", "initial"
+_CURRENT, _INITIAL = CURRENT, "initial"
 _COPY_SLOT = """
     INSERT INTO tf_directory (trial_id, slot, table_name, shape, chunk_ids)
     SELECT trial_id, $3, table_name, shape, chunk_ids FROM tf_directory WHERE trial_id = $1 AND slot = $2

@@ -176,9 +176,9 @@ class ToolExecutor:
                 failure,
                 latency,
                 0,
-                result.attempts,
-                _category_name(failure),
-                result.exit_code,
+                attempts=result.attempts,
+                category=_category_name(failure),
+                exit_code=result.exit_code,
             )
         return CallOutcome(
             ExecutionStatus.SUCCESS,
@@ -186,9 +186,9 @@ class ToolExecutor:
             None,
             latency,
             0,
-            result.attempts,
-            result.category,
-            result.exit_code,
+            attempts=result.attempts,
+            category=result.category,
+            exit_code=result.exit_code,
         )
 
     @staticmethod

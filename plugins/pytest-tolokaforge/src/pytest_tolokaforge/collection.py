@@ -30,8 +30,7 @@ import pytest
 from _pytest._code.code import TerminalRepr
 
 from tolokaforge.contracts.tool import OperationSchema
-from tolokaforge.host.errors import PackProblem
-from tolokaforge.host.packs import LoadedTask, PackReport
+from tolokaforge.host import LoadedTask, PackProblem, PackReport
 
 from .checks import RUNNER_CHECKS, TASK_CHECKS, RunnerCheck, TaskCheck, TaskContext
 from .checks.provider_contract import OPERATION_CHECKS, PROVIDER_CHECKS, OperationCheck, ProviderCheck

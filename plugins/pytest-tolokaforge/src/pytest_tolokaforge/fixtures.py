@@ -35,9 +35,7 @@ from tolokaforge.core.transcript import (
     UserMessage,
     encode_transcript_wire,
 )
-from tolokaforge.host.errors import HostError
-from tolokaforge.host.packs import Pack
-from tolokaforge.host.trial_spec import build_trial_spec
+from tolokaforge.host import HostError, Pack, build_trial_spec
 
 from .errors import CheckFailure
 from .replay import RUN_ID

@@ -23,9 +23,7 @@ from typing import Any, TypeVar
 from grpclib.client import Channel
 
 from tolokaforge.contracts.runner import RunnerServiceStub
-from tolokaforge.host.errors import HostError
-from tolokaforge.host.packs import PackReport, inspect_pack
-from tolokaforge.host.runner_client import RunnerClient, open_runner, parse_address
+from tolokaforge.host import HostError, PackReport, RunnerClient, inspect_pack, open_runner, parse_address
 
 from .errors import CheckFailure
 from .options import Settings

@@ -82,6 +82,12 @@ def test_the_copied_tree_is_what_the_linter_reads(tmp_path: Path) -> None:
             "import tolokaforge.host.episode",
             "pytest_tolokaforge.session -> tolokaforge.host.episode",
         ),
+        # an import cycle between two modules of one package
+        (
+            "pytest_tolokaforge.session",
+            "import pytest_tolokaforge.plugin",
+            ".session -> .plugin",
+        ),
         # generated code used past its facade
         (
             "tolokaforge.runner.service",

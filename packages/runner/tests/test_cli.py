@@ -16,7 +16,7 @@ def test_every_option_has_a_variable_under_the_runner_prefix() -> None:
            {"host": "127.0.0.2", "port": "6000", "db_url": "http://127.0.0.1:1", "tool_timeout": "2.5"}.items()}  # fmt: skip
     options = parse_options([], env)
     assert options == RunnerOptions(
-        host="127.0.0.2", port=6000, db_url="http://127.0.0.1:1", tool_timeout=2.5
+        host="127.0.0.2", port=6000, store=None, db_url="http://127.0.0.1:1", tool_timeout=2.5
     )
     assert parse_options(["--port", "7000"], env).port == 7000  # a flag wins over its variable
     assert set(RunnerOptions.model_fields) == {"host", "port", "store", "db_url", "tool_timeout"}

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
 
 from .collect import ReportData, collect
 
@@ -23,7 +23,7 @@ def _environment() -> Environment:
     env = Environment(
         loader=PackageLoader("tolokaforge.host.html_report", "templates"),
         autoescape=select_autoescape(["html", "j2"], default_for_string=True, default=True),
-        undefined=StrictUndefined,
+        undefined=ChainableUndefined,  # result files are YAML: optional keys are simply absent
         trim_blocks=True,
         lstrip_blocks=True,
     )

@@ -10,21 +10,22 @@ import sys
 import urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 PACKS = Path(__file__).resolve().parents[3] / "examples" / "packs"
 
-CHECKS = '''
+CHECKS = """
 def check_cancel_reason(state, transcript):
     order = state["orders"]["O-50035"]
     if order.get("cancel_reason") == "found_better_price":
         return {"status": "passed", "score": 1.0, "message": "cancelled for the customer's reason"}
     return {"status": "failed", "score": 0.0, "message": f"cancel reason is {order.get('cancel_reason')!r}"}
-'''
+"""
 
-SCRIPT = {
+SCRIPT: dict[str, Any] = {
     "default": [{"content": "Done.", "done": True}],
     "tasks": {
         "lookup_order_tracking": [
@@ -40,6 +41,7 @@ SCRIPT = {
         "lookup_refund_quote": [{"tool_calls": [{"name": "format_disk", "arguments": {}}]}],
     },
 }  # fmt: skip
+TASKS = ("lookup_order_tracking", "write_cancel_processing_order", "lookup_refund_quote")
 
 
 def _tolokaforge(*args: str) -> subprocess.CompletedProcess[str]:
@@ -65,12 +67,14 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     script = root / "script.yaml"
     script.write_text(yaml.safe_dump(SCRIPT))
     output = root / "run"
-    tasks = [arg for name in SCRIPT["tasks"] for arg in ("--task", name)]
+    tasks = [arg for name in TASKS for arg in ("--task", name)]
     done = _tolokaforge("run", "--pack", str(pack), "--agent", "scripted", "--script", str(script), *tasks,
                         "--output", str(output))  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr  # one trial is not gradeable
     report = _tolokaforge("report", str(output))
-    assert report.returncode == 0 and report.stdout.strip() == f"report: {output / 'report.html'}", report.stderr
+    assert report.returncode == 0 and report.stdout.strip() == f"report: {output / 'report.html'}", (
+        report.stderr
+    )
     return output
 
 
@@ -174,7 +178,15 @@ def test_screenshot(run_dir: Path, tmp_path: Path) -> None:
 
 def test_view_serves_the_report_on_loopback(run_dir: Path) -> None:
     with subprocess.Popen(
-        [sys.executable, "-c", "from tolokaforge.host.cli import main; main()", "view", str(run_dir), "--port", "0"],
+        [
+            sys.executable,
+            "-c",
+            "from tolokaforge.host.cli import main; main()",
+            "view",
+            str(run_dir),
+            "--port",
+            "0",
+        ],
         stdout=subprocess.PIPE,
         text=True,
     ) as process:

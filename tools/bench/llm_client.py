@@ -22,7 +22,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from tolokaforge.host.llm import DEFAULT_PRICES, ChatClient, ChatSettings
+from tolokaforge.host import DEFAULT_PRICES, ChatClient, ChatSettings
 
 CONCURRENCIES = (1, 16)
 ANSWER = json.dumps(

@@ -18,7 +18,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NoReturn, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticUndefined
@@ -48,6 +48,14 @@ class _OneLineParser(argparse.ArgumentParser):
         raise SettingsError(f"{message} (see {self.prog} --help)")
 
 
+def _metavar(name: str, annotation: Any) -> str:
+    """``{a,b}`` for a Literal (optional or not), else the field's name in capitals."""
+    for candidate in (annotation, *get_args(annotation)):
+        if get_origin(candidate) is Literal:
+            return "{" + ",".join(str(value) for value in get_args(candidate)) + "}"
+    return name.upper()
+
+
 def _parser(prog: str, description: str, model: type[BaseModel], prefix: str) -> _OneLineParser:
     parser = _OneLineParser(prog=prog, description=description)
     for name, field in model.model_fields.items():
@@ -59,7 +67,7 @@ def _parser(prog: str, description: str, model: type[BaseModel], prefix: str) ->
             _flag(name),
             dest=name,
             default=argparse.SUPPRESS,
-            metavar=name.upper(),
+            metavar=_metavar(name, field.annotation),
             help=f"{field.description or ''} [{env_var(prefix, name)}; {shown}]".strip(),
         )
     return parser

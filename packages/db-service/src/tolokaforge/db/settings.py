@@ -35,7 +35,7 @@ class DbOptions(BaseModel):
     host: str = Field("127.0.0.1", description="address to bind")
     port: int = Field(8765, ge=0, le=65535, description="port to bind")
     max_body_bytes: int = Field(64 * 1024 * 1024, gt=0, description="answer 413 above this request size")
-    spec: Path | None = Field(None, description="contract file to serve [default: the packaged one]")
+    spec: Path | None = Field(None, description="contract file to serve (unset: the packaged one)")
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(
         "warning", description="uvicorn log level"
     )

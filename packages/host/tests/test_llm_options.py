@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -96,3 +97,39 @@ async def test_a_hung_endpoint_gives_up_after_llm_timeout_and_records_each_retry
     trajectory = yaml.safe_load((folder / "trajectory.yaml").read_text())
     assert trajectory["termination_reason"] == "error"
     assert "failed after 2 attempt(s) (1 retries, --llm-max-retries 1)" in trajectory["error"]
+
+
+async def test_an_interrupted_run_exits_130_and_resumes(
+    packs_dir: Path, tmp_path: Path, chat_server: Callable[[Responder], Awaitable[ChatServer]]
+) -> None:
+    asked = asyncio.Event()
+    release = asyncio.Event()
+
+    async def hang(body: dict[str, Any], count: int) -> web.StreamResponse:
+        asked.set()
+        await release.wait()
+        return web.Response(status=503)
+
+    server = await chat_server(hang)
+    output = tmp_path / "run"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "from tolokaforge.host.cli import main; main()",
+        "run", "--pack", str(packs_dir / "retail"), "--task", TASK, "--agent", "llm", "--model", "m",
+        "--output", str(output),
+        env={"PATH": os.environ["PATH"], "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "test-key"},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        await asyncio.wait_for(asked.wait(), timeout=60)  # a trial is in flight
+        process.send_signal(signal.SIGINT)
+        _, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    finally:
+        release.set()
+    assert process.returncode == 130
+    assert (
+        err.decode().strip().splitlines()[-1]
+        == "tolokaforge: interrupted (exit 130); --resume continues the run"
+    )
+    manifest = yaml.safe_load((output / "run.yaml").read_text())
+    assert manifest["finished_at"] is None and not (output / "trials" / TASK / "0" / "grade.yaml").exists()

@@ -200,3 +200,12 @@ def test_view_serves_the_report_on_loopback(run_dir: Path) -> None:
             assert response.status == 200 and "trial-write_cancel_processing_order-0" in body
         finally:
             process.terminate()
+
+
+def test_report_refuses_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
+    done = _tolokaforge("report", str(tmp_path))
+    assert done.returncode == 2
+    assert (
+        done.stderr
+        == f"tolokaforge: error (exit 2): {tmp_path} is not a results folder (no run.yaml, no trials/)\n"
+    )

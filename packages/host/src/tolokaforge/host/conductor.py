@@ -73,13 +73,22 @@ async def run_trial(
     agents: AgentFactory,
     users: UserSimulatorFactory,
     settings: TrialSettings,
+    *,
+    first_attempt: int = 0,
 ) -> TrialOutcome:
-    task = loaded.task
+    """Run attempts ``first_attempt`` .. ``max_attempts - 1`` until one is not lost.
+
+    ``first_attempt`` > 0 continues a trial whose earlier attempts were lost elsewhere (a Ray worker that
+    died): the attempt ids stay unique and the budget stays ``max_attempts`` in all.
+    """
+    if not 0 <= first_attempt < settings.max_attempts:
+        raise ValueError(f"first_attempt {first_attempt} is outside 0..{settings.max_attempts - 1}")
     started = time.perf_counter()
+    task = loaded.task
     outcome: TrialOutcome | None = None
     lost: list[LostAttempt] = []
     usage = Usage()
-    for attempt in range(settings.max_attempts):
+    for attempt in range(first_attempt, settings.max_attempts):
         spec = build_trial_spec(
             task, run_id=settings.run_id, trial_index=trial_index, attempt=attempt, agent_model=agents.model
         )

@@ -41,7 +41,7 @@ MANIFEST_FILE = "run.yaml"
 
 RESULT_NEUTRAL_OPTIONS = frozenset(
     {"pack", "concurrency", "output", "resume", "runner", "llm_timeout", "llm_max_retries", "fail_under",
-     "prices", "max_attempts", "llm_base_url"}
+     "prices", "max_attempts", "llm_base_url", "ray", "ray_workers"}
 )  # fmt: skip
 """Options that change how a run goes (where from/to, speed, patience, prices, gates), never what a
 trial is. The pack itself is compared by name, version and content digest, not by its path."""

@@ -1,6 +1,7 @@
 """A run: every selected task x trial index, through one runner, ``concurrency`` trials at a time.
 
-One event loop; an asyncio semaphore bounds the trials in flight. Each finished trial is written at
+One event loop; an asyncio semaphore bounds the trials in flight. With ``settings.ray`` the trials run
+on the workers of a Ray cluster instead (``ray_backend``), and everything else here is the same. Each finished trial is written at
 once (so an interrupted run can ``resume``), then the summary is computed from the files.
 
 Before any trial: the output folder is checked (a new run needs a folder without one; ``--resume``
@@ -23,6 +24,7 @@ from .conductor import TrialOutcome, TrialSettings, run_trial
 from .errors import ConfigError
 from .manifest import RunIdentity, read_manifest, refuse_resume_if_different, utc_now, write_manifest
 from .packs.loader import LoadedTask, Pack
+from .ray_backend import RaySettings
 from .results import is_finished, trial_dir, write_outcome
 from .runner_client import RunnerClient, open_runner
 from .summary import RunSummary, summarise, write_summary
@@ -51,6 +53,8 @@ class RunSettings:
     """The model endpoint's base URL; run.yaml keeps only its host."""
     options: Mapping[str, Any] = field(default_factory=dict[str, Any])
     """Every option the caller was given, for run.yaml (the CLI passes all of its own)."""
+    ray: RaySettings | None = None
+    """Run the trials on a Ray cluster (``concurrency`` is then per worker); None runs them here."""
 
 
 class RunObserver(Protocol):
@@ -128,6 +132,8 @@ async def run_pack(
     """Run the pack and write results under ``settings.output``; returns the summary (also written)."""
     if settings.trials < 1 or settings.concurrency < 1:
         raise ConfigError("--trials and --concurrency must be at least 1")
+    if settings.ray is not None and settings.runner is not None:
+        raise ConfigError("--ray and --runner exclude each other: Ray workers embed their own runners")
     observer = observer or _Silent()
     tasks = _select(pack, settings.task_ids)
     keys = [(loaded, index) for loaded in tasks for index in range(settings.trials)]
@@ -158,13 +164,36 @@ async def run_pack(
             resumed_at=resumed_at,
         )
 
+    def begin(facts: dict[str, Any]) -> None:
+        nonlocal runner_facts
+        runner_facts = facts
+        settings.output.mkdir(parents=True, exist_ok=True)
+        manifest(None)
+        observer.started(len(keys), summary.skipped)
+
+    def finish(outcome: TrialOutcome) -> None:
+        write_outcome(settings.output, outcome)
+        observer.trial_done(outcome)
+
+    def crash(key: tuple[str, int], error: str) -> None:
+        crashes[key] = error
+
     started = time.perf_counter()
-    if todo:
+    if todo and settings.ray is not None:
+        from .ray_backend.driver import ray_pool  # Ray costs seconds to import: only runs that use it
+
+        async with ray_pool(
+            settings.ray,
+            concurrency=settings.concurrency,
+            trial_settings=trial_settings,
+            transport_budget_s=settings.transport_budget_s,
+            preflight_budget_s=settings.preflight_budget_s,
+        ) as pool:
+            begin(pool.facts)
+            await pool.run(todo, finish, crash)
+    elif todo:
         async with open_runner(settings.runner, transport_budget_s=settings.transport_budget_s) as runner:
-            runner_facts = await _runner_facts(runner, settings)  # unreachable: raised here, in seconds
-            settings.output.mkdir(parents=True, exist_ok=True)
-            manifest(None)
-            observer.started(len(keys), summary.skipped)
+            begin(await _runner_facts(runner, settings))  # unreachable: raised here, in seconds
             gate = asyncio.Semaphore(settings.concurrency)
 
             async def one(loaded: LoadedTask, index: int) -> None:
@@ -172,10 +201,9 @@ async def run_pack(
                     try:
                         outcome = await run_trial(runner, loaded, index, agents, users, trial_settings)
                     except Exception as error:  # a host defect on one trial must not sink the others
-                        crashes[(loaded.task_id, index)] = f"{type(error).__name__}: {error}"
+                        crash((loaded.task_id, index), f"{type(error).__name__}: {error}")
                         return
-                write_outcome(settings.output, outcome)
-                observer.trial_done(outcome)
+                finish(outcome)
 
             async with asyncio.TaskGroup() as group:
                 for loaded, index in todo:

@@ -8,7 +8,6 @@ an unreachable runner or model endpoint (checked before any trial), 130 interrup
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -17,32 +16,20 @@ import aiohttp
 import click
 from rich.console import Console
 
-from ..agents import GoldenAgentFactory, LLMAgentFactory, ScriptedAgentFactory, load_script
-from ..agents.base import AgentFactory
+from ..agent_setup import AgentRecipe, LLMOptions
+from ..agents import load_script
 from ..errors import ConfigError
 from ..exit_status import verdict
-from ..llm import ChatClient, ChatSettings, api_key_from_env, load_prices
 from ..llm.chat import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
 from ..llm.preflight import check_endpoint
 from ..packs import Pack, load_pack
+from ..ray_backend import RaySettings
 from ..run import RunSettings, run_pack
 from ..summary import RunSummary
-from ..users import LLMUserFactory
-from ..users.router import UserRouter
 from .options import option
 from .report import ProgressObserver, failures_table, summary_table, tasks_table
 
-__all__ = ["LLMOptions", "run_command"]
-
-
-@dataclass(frozen=True)
-class LLMOptions:
-    model: str | None
-    user_model: str | None
-    base_url: str
-    prices: Path | None
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    max_retries: int = DEFAULT_MAX_RETRIES
+__all__ = ["run_command"]
 
 
 @click.command("run")
@@ -62,7 +49,12 @@ class LLMOptions:
     default=1,
     help="Trials per task (pass^k and pass@k use k = this).",
 )
-@option("--concurrency", type=click.IntRange(min=1), default=4, help="Trials in flight at once.")
+@option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=4,
+    help="Trials in flight at once (with --ray: per worker).",
+)
 @option(
     "--output",
     type=click.Path(path_type=Path),
@@ -75,6 +67,20 @@ class LLMOptions:
     default=None,
     metavar="HOST:PORT",
     help="A running tolokaforge-runner [default: start one in this process].",
+)
+@option(
+    "--ray",
+    "ray_address",
+    default=None,
+    metavar="ADDRESS",
+    help="Run the trials on a Ray cluster: 'auto', 'local' (start one here) or HOST:PORT of its head "
+    "(needs: pip install 'tolokaforge-host[ray]'; see docs/ray.md).",
+)
+@option(
+    "--ray-workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="At most this many Ray workers [default: one per CPU of the cluster].",
 )
 @option("--resume", is_flag=True, help="Continue the run in --output (refused if it is not the same run).")
 @option("--task", "task_ids", multiple=True, metavar="ID", help="Run only this task (repeatable).")
@@ -152,8 +158,16 @@ def run_command(ctx: click.Context, **params: Any) -> int:
         if isinstance(param, click.Option)
     }
     recorded["output"] = str(output)
+    if params["ray_workers"] is not None and params["ray_address"] is None:
+        raise ConfigError("--ray-workers needs --ray ADDRESS")
+    recipe = AgentRecipe.of(
+        agent, llm, load_script(params["script"]) if params["script"] else None, _wants_llm_user(pack)
+    )
     settings = RunSettings(
         output=output,
+        ray=RaySettings(params["ray_address"], recipe, max_workers=params["ray_workers"])
+        if params["ray_address"]
+        else None,
         trials=params["trials"],
         concurrency=params["concurrency"],
         runner=params["runner_address"],
@@ -166,7 +180,7 @@ def run_command(ctx: click.Context, **params: Any) -> int:
         options=recorded,
     )
     console = Console()
-    summary = asyncio.run(_run(pack, agent, params["script"], llm, settings, console, uses_llm))
+    summary = asyncio.run(_run(pack, recipe, settings, console, uses_llm))
     console.print(tasks_table(summary))
     console.print(summary_table(summary))
     if summary.not_passed():
@@ -203,45 +217,12 @@ def _models(agent: str, llm: LLMOptions, pack: Pack) -> dict[str, str | None]:
     return models
 
 
-def _chat(model: str, llm: LLMOptions, session: aiohttp.ClientSession) -> ChatClient:
-    settings = ChatSettings(
-        model=model,
-        base_url=llm.base_url,
-        api_key=api_key_from_env(),
-        timeout_s=llm.timeout_s,
-        max_retries=llm.max_retries,
-    )
-    return ChatClient(settings, session, load_prices(llm.prices))
-
-
 async def _run(
-    pack: Pack,
-    agent: str,
-    script: Path | None,
-    llm: LLMOptions,
-    settings: RunSettings,
-    console: Console,
-    uses_llm: bool,
+    pack: Pack, recipe: AgentRecipe, settings: RunSettings, console: Console, uses_llm: bool
 ) -> RunSummary:
-    user_model = llm.user_model or llm.model
     async with aiohttp.ClientSession() as session:
-        agents: AgentFactory
-        if agent == "golden":
-            agents = GoldenAgentFactory()
-        elif agent == "scripted":
-            if script is None:
-                raise ConfigError("--agent scripted needs --script FILE")
-            agents = ScriptedAgentFactory(load_script(script))
-        else:
-            if not llm.model:
-                raise ConfigError("--agent llm needs --model (or TOLOKAFORGE_MODEL)")
-            agents = LLMAgentFactory(_chat(llm.model, llm, session))
-        users = UserRouter(
-            llm=LLMUserFactory(_chat(user_model, llm, session))
-            if _wants_llm_user(pack) and user_model
-            else None
-        )
+        agents, users = recipe.build(session)
         if uses_llm:
-            await check_endpoint(session, llm.base_url, budget_s=min(10.0, llm.timeout_s))
+            await check_endpoint(session, recipe.llm.base_url, budget_s=min(10.0, recipe.llm.timeout_s))
         with ProgressObserver(console) as progress:
             return await run_pack(pack, agents, users, settings, progress)

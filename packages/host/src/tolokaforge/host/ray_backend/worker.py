@@ -1,0 +1,74 @@
+"""The Ray actor: one embedded runner, whole trials driven by the conductor, in the worker's process.
+
+A trial's traffic (agent turns, tool calls, grading) stays inside the worker; only the task in and the
+TrialOutcome out cross the cluster. The runner, the HTTP session and the factories are made on the
+worker's first call, on its own event loop (an actor is constructed before its loop runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+from typing import Any
+
+import aiohttp
+
+from ..agent_setup import AgentRecipe
+from ..agents.base import AgentFactory
+from ..conductor import TrialOutcome, TrialSettings, run_trial
+from ..packs.loader import LoadedTask
+from ..runner_client import RunnerClient, open_runner
+from ..users.router import UserRouter
+
+__all__ = ["TrialWorker"]
+
+
+class TrialWorker:
+    """Ray makes this an actor (driver.py); its methods are called through Ray, never directly."""
+
+    def __init__(self, recipe: AgentRecipe, transport_budget_s: float) -> None:
+        self._recipe = recipe
+        self._transport_budget_s = transport_budget_s
+        self._stack = contextlib.AsyncExitStack()
+        self._ready: tuple[RunnerClient, AgentFactory, UserRouter] | None = None
+        self._lock: asyncio.Lock | None = None
+
+    async def _parts(self) -> tuple[RunnerClient, AgentFactory, UserRouter]:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._ready is None:
+                runner = await self._stack.enter_async_context(
+                    open_runner(None, transport_budget_s=self._transport_budget_s)
+                )
+                session = await self._stack.enter_async_context(aiohttp.ClientSession())
+                agents, users = self._recipe.build(session)
+                self._ready = (runner, agents, users)
+            return self._ready
+
+    async def health(self, budget_s: float) -> dict[str, Any]:
+        """The worker's runner answers a HealthCheck; where the worker runs (for run.yaml and tests)."""
+        runner, _, _ = await self._parts()
+        health = await runner.health_check(budget_s=budget_s)
+        return {
+            "version": health.version,
+            "status": health.status,
+            "db_service_connected": health.db_service_connected,
+            "tool_adapters": list(health.available_adapters),
+            "pid": os.getpid(),
+            "node": socket.gethostname(),
+        }
+
+    async def run_trial(
+        self, loaded: LoadedTask, trial_index: int, settings: TrialSettings, first_attempt: int
+    ) -> TrialOutcome:
+        runner, agents, users = await self._parts()
+        return await run_trial(
+            runner, loaded, trial_index, agents, users, settings, first_attempt=first_attempt
+        )
+
+    async def close(self) -> None:
+        await self._stack.aclose()
+        self._ready = None

@@ -26,9 +26,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, cast
-
-import ray
+from typing import Any
 
 from tolokaforge.host import (
     AgentRecipe,
@@ -42,8 +40,8 @@ from tolokaforge.host import (
     load_pack,
     run_pack,
 )
+from tolokaforge.host.ray_backend.cluster import ray, start_local_cluster  # what --ray local runs
 
-_ray = cast(Any, ray)
 GOLDEN = AgentRecipe.of("golden", LLMOptions(None, None, "http://127.0.0.1:9/v1", None), None, False)
 
 
@@ -76,14 +74,14 @@ class _Echo:
 
 
 def _echo_round_trip_s(loaded: LoadedTask, outcome: Any, calls: int) -> float:
-    actor = _ray.remote(_Echo).options(num_cpus=0).remote()
-    _ray.get(actor.echo.remote(loaded, outcome))  # warm-up: the actor's process, the classes
+    actor = ray.remote(_Echo).options(num_cpus=0).remote()
+    ray.get(actor.echo.remote(loaded, outcome))  # warm-up: the actor's process, the classes
     times: list[float] = []
     for _ in range(calls):
         started = time.perf_counter()
-        _ray.get(actor.echo.remote(loaded, outcome))
+        ray.get(actor.echo.remote(loaded, outcome))
         times.append(time.perf_counter() - started)
-    _ray.kill(actor)
+    ray.kill(actor)
     return statistics.median(times)
 
 
@@ -96,7 +94,7 @@ async def main() -> None:
     args = parser.parse_args()
     pack = load_pack(args.pack)
     total = args.workers * args.concurrency
-    _ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    start_local_cluster(num_cpus=args.workers)
     try:
         with tempfile.TemporaryDirectory(prefix="tf-bench-ray-") as scratch:
             root = Path(scratch)
@@ -120,7 +118,7 @@ async def main() -> None:
             echo_s = _echo_round_trip_s(pack.task(outcome.task_id), outcome, 50)
             in_trial_s = statistics.mean(o.wall_time_s for o in local_clock.outcomes)
     finally:
-        _ray.shutdown()
+        ray.shutdown()
     print(f"{'how':<22}{'wall s':>9}{'trials/s':>10}{'vs local':>10}{'pass':>6}")
     for name, seconds, passed in (
         ("local (floor)", local_s, local_pass),

@@ -14,11 +14,10 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import aiohttp
 import pytest
-import ray
 import yaml
 from aiohttp import web
 
@@ -27,24 +26,30 @@ from tolokaforge.host.agents import GoldenAgentFactory
 from tolokaforge.host.conductor import TrialOutcome
 from tolokaforge.host.packs import Pack, load_pack
 from tolokaforge.host.ray_backend import RaySettings
+from tolokaforge.host.ray_backend.cluster import ray, start_local_cluster
 from tolokaforge.host.run import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
 
 pytestmark = pytest.mark.ray
 
-_ray = cast(Any, ray)
 GOLDEN = AgentRecipe.of("golden", LLMOptions(None, None, "http://127.0.0.1:9/v1", None), None, False)
 SECRET = "sk-tolokaforge-ray-secret-4f1c9e"
 
 
 @pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[str]:
-    """The session's cluster; yields the address other processes connect to."""
-    _ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+def ray_temp_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The cluster's own files (session logs included), short enough for Ray's socket paths."""
+    return tmp_path_factory.mktemp("ray")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(ray_temp_dir: Path) -> Iterator[str]:
+    """The session's cluster, started as ``--ray local`` starts one; yields its address."""
+    start_local_cluster(num_cpus=2, temp_dir=str(ray_temp_dir))
     try:
-        yield str(_ray.get_runtime_context().gcs_address)
+        yield str(ray.get_runtime_context().gcs_address)
     finally:
-        _ray.shutdown()
+        ray.shutdown()
 
 
 def _grade_files(output: Path) -> dict[str, str]:
@@ -156,7 +161,7 @@ def _every_file_text(*folders: Path) -> str:
 
 
 def test_ctrl_c_stops_a_ray_run_with_130_and_resume_finishes_it(
-    ray_cluster: str, packs_dir: Path, tmp_path: Path
+    ray_cluster: str, ray_temp_dir: Path, packs_dir: Path, tmp_path: Path
 ) -> None:
     output = tmp_path / "run"
     env = {**os.environ, "TOLOKAFORGE_LLM_API_KEY": SECRET}
@@ -187,11 +192,11 @@ def test_ctrl_c_stops_a_ray_run_with_130_and_resume_finishes_it(
     )
     manifest = yaml.safe_load((output / "run.yaml").read_text())
     assert manifest["runner"]["mode"] == "ray" and len(manifest["resumed_at"]) == 1
-    assert SECRET not in _every_file_text(output) + log_first + log_second
+    assert SECRET not in _every_file_text(output, ray_temp_dir) + log_first + log_second
 
 
 async def test_the_api_key_reaches_the_workers_through_the_runtime_env_and_is_written_nowhere(
-    ray_cluster: str, packs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ray_cluster: str, ray_temp_dir: Path, packs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[str] = []
 
@@ -226,5 +231,6 @@ async def test_the_api_key_reaches_the_workers_through_the_runtime_env_and_is_wr
         await server.cleanup()
     assert len(summary.rows) == 4
     assert seen and set(seen) == {f"Bearer {SECRET}"}  # only the workers called the model
-    assert SECRET not in _every_file_text(tmp_path)
+    assert SECRET not in _every_file_text(tmp_path)  # results, summary, run.yaml
+    assert SECRET not in _every_file_text(ray_temp_dir)  # the cluster's logs (and every other file)
     assert SECRET not in json.dumps(yaml.safe_load((tmp_path / "run.yaml").read_text()))

@@ -20,8 +20,6 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
-
 from tolokaforge.core.termination import TerminationReason
 
 from ..conductor import LostAttempt, TrialOutcome, TrialSettings
@@ -29,7 +27,7 @@ from ..episode import Episode
 from ..errors import RunnerUnavailableError
 from ..packs.loader import LoadedTask
 from ..trial_spec import trial_id
-from .cluster import connected, ray, worker_count
+from .cluster import RayActorError, RayTaskError, WorkerCrashedError, connected, ray, worker_count
 from .settings import CREDENTIAL_VARIABLES, RaySettings
 from .worker import TrialWorker
 

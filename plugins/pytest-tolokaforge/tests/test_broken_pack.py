@@ -6,10 +6,12 @@ One run covers every breakage (each in its own task) plus an intact task and a t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
 import yaml
 
 from pytest_tolokaforge.options import TASK_CHECKS
@@ -90,12 +92,19 @@ def _break(root: Path) -> None:
     _edit(tasks / NO_GOLDEN_RESPONSE / "grading.yaml", lambda grading: grading.pop("golden_response"))
 
 
+@pytest.mark.parametrize(
+    "on_ray",
+    [pytest.param(False, id="here"), pytest.param(True, id="on-ray", marks=pytest.mark.ray)],
+)
 def test_each_breakage_fails_its_item_naming_the_problem(
-    run_pytest: RunPytest, pack_copy: Callable[[str], Path]
+    run_pytest: RunPytest, pack_copy: Callable[[str], Path], on_ray: bool
 ) -> None:
+    """The same items fail with the same text whether the checks run here or on a local Ray cluster."""
     root = pack_copy("retail")
     _break(root)
-    run = run_pytest(f"--tolokaforge-pack={root}", "-k", " or ".join(TASKS))
+    ray = ["--tolokaforge-ray", "local"] if on_ray else []
+    run = run_pytest(f"--tolokaforge-pack={root}", "-k", " or ".join(TASKS), *ray, timeout=420)
+    assert bool(re.search(r"per-task checks ran on \d+ Ray workers", run.output)) == on_ray, run.output
     assert run.returncode == 1, run.output
     item = "tolokaforge[retail]::{}::{}".format
     assert set(run.outcomes) == {item(task, check) for task in TASKS for check in TASK_CHECKS}

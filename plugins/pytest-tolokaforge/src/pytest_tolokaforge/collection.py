@@ -37,6 +37,7 @@ from .checks.provider_contract import OPERATION_CHECKS, PROVIDER_CHECKS, Operati
 from .errors import CheckFailure
 from .options import TASK_CHECKS as TASK_CHECK_ORDER
 from .provider import ProviderUnderTest
+from .ray_checks import RAY_KEY, RayChecks
 from .session import ToloSession, session_of
 
 __all__ = ["CheckItem", "PackNode", "ProviderItem", "ProviderNode", "RunnerNode", "TaskNode", "session_nodes"]
@@ -121,6 +122,7 @@ class TaskNode(pytest.Collector):
                 )
             return
         context = TaskContext(session_of(self.config), pack.report.pack, self.loaded)
+        on_ray = self.config.stash.get(RAY_KEY, None)
         for check in TASK_CHECK_ORDER:
             if check in checks:
                 function = TASK_CHECKS[check]
@@ -130,12 +132,18 @@ class TaskNode(pytest.Collector):
                     name=check,
                     check=check,
                     task=self.name,
-                    run=_bind_task(function, context),
+                    run=_bind_task(function, context)
+                    if on_ray is None
+                    else _bind_ray(on_ray, context, check),
                 )
 
 
 def _bind_task(function: TaskCheck, context: TaskContext) -> RunCheck:
     return lambda: function(context)
+
+
+def _bind_ray(on_ray: RayChecks, context: TaskContext, check: str) -> RunCheck:
+    return lambda: on_ray.run(context, check)
 
 
 def _bind_runner(function: RunnerCheck, state: ToloSession) -> RunCheck:

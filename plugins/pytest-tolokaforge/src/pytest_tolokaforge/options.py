@@ -8,6 +8,8 @@ option                       ini key                  meaning
 ``--tolokaforge-checks L``   ``tolokaforge_checks``   comma list of the checks to run (default all)
 ``--tolokaforge-provider C`` ``tolokaforge_providers`` a tool-provider command line to check for
                                                       conformance (repeatable / one per line)
+``--tolokaforge-ray ADDR``   ``tolokaforge_ray``      run the per-task checks on this Ray cluster
+                                                      (``local``, ``auto``, ``HOST:PORT``)
 ===========================  =======================  =============================================
 
 A command-line value wins over the ini value. Relative command-line paths resolve from the directory
@@ -37,6 +39,8 @@ class Settings:
     checks: frozenset[str]
     providers: tuple[tuple[str, ...], ...] = ()
     """Tool-provider command lines (already shell-split) to check against the provider contract."""
+    ray: str | None = None
+    """A Ray cluster to run the per-task checks on (ray_checks.py); None runs them here."""
 
     @property
     def active(self) -> bool:
@@ -76,8 +80,17 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="CMD",
         help="A tool-provider command line (shell-split) to check against the provider contract. Repeatable.",
     )
+    group.addoption(
+        "--tolokaforge-ray",
+        dest="tolokaforge_ray",
+        default=None,
+        metavar="ADDRESS",
+        help="Run the per-task checks on a Ray cluster: local, auto or HOST:PORT "
+        "(needs tolokaforge-host[ray]).",
+    )
     parser.addini("tolokaforge_packs", "Task packs to test, one per line.", type="paths", default=[])
     parser.addini("tolokaforge_runner", "HOST:PORT of a runner to test instead of an embedded one.")
+    parser.addini("tolokaforge_ray", "A Ray cluster (local, auto, HOST:PORT) to run the per-task checks on.")
     parser.addini("tolokaforge_checks", f"Comma list of the checks to run: {', '.join(CHECKS)}.")
     parser.addini(
         "tolokaforge_providers",
@@ -104,8 +117,15 @@ def read_settings(config: pytest.Config) -> Settings:
     commands = cast(list[str], config.getoption("tolokaforge_providers") or []) or cast(
         list[str], config.getini("tolokaforge_providers")
     )
+    ray = cast(str | None, config.getoption("tolokaforge_ray")) or (
+        cast(str, config.getini("tolokaforge_ray")).strip() or None
+    )
     return Settings(
-        packs=packs, runner=runner, checks=parse_checks(raw_checks), providers=parse_providers(commands)
+        packs=packs,
+        runner=runner,
+        checks=parse_checks(raw_checks),
+        providers=parse_providers(commands),
+        ray=ray,
     )
 
 

@@ -2,6 +2,7 @@
 
 options.py      --tolokaforge-pack / -runner / -checks / -provider and their ini keys
 session.py      the background loop, the runner connection, the inspected packs
+ray_checks.py   --tolokaforge-ray: the per-task checks on a Ray cluster's workers
 collection.py   pack -> task -> check items (added to the session's collection), runner and provider items
 provider.py     a tool provider under test (--tolokaforge-provider): its subprocess and stub
 checks/         one module per check
@@ -17,9 +18,10 @@ from collections.abc import Generator
 
 import pytest
 
-from .collection import CheckItem, session_nodes
+from .collection import CheckItem, PackNode, TaskNode, session_nodes
 from .fixtures import tolokaforge_pack, tolokaforge_packs, tolokaforge_runner, tolokaforge_trial
-from .options import add_options, read_settings
+from .options import TASK_CHECKS, add_options, read_settings
+from .ray_checks import RAY_KEY, RayChecks
 from .session import SESSION_KEY, ToloSession
 from .summary import SummaryRecorder
 
@@ -42,6 +44,8 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = read_settings(config)
     if settings.active:
         config.stash[SESSION_KEY] = ToloSession(settings)
+        if settings.ray is not None:
+            config.stash[RAY_KEY] = RayChecks(settings.ray, settings.checks)
         recorder = SummaryRecorder()
         config.stash[SUMMARY_KEY] = recorder
         config.pluginmanager.register(recorder, "tolokaforge-summary")
@@ -66,13 +70,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         items[index] = item
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """With --tolokaforge-ray: tell the Ray side which per-task checks were selected."""
+    on_ray = session.config.stash.get(RAY_KEY, None)
+    if on_ray is None:
+        return
+    for item in session.items:
+        if isinstance(item, CheckItem) and item.check in TASK_CHECKS and isinstance(item.parent, TaskNode):
+            pack, loaded = item.parent.parent, item.parent.loaded
+            if isinstance(pack, PackNode) and loaded is not None:
+                on_ray.select(pack.report.pack, loaded.task_id, item.check)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     recorder = config.stash.get(SUMMARY_KEY, None)
     if recorder is not None:
         recorder.write(terminalreporter)
+    on_ray = config.stash.get(RAY_KEY, None)
+    if on_ray is not None and on_ray.connection is not None:
+        terminalreporter.write_line(
+            f"tolokaforge: per-task checks ran on {on_ray.workers} Ray workers ({on_ray.connection})"
+        )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    on_ray = config.stash.get(RAY_KEY, None)
+    if on_ray is not None:
+        on_ray.close()
     state = config.stash.get(SESSION_KEY, None)
     if state is not None:
         state.close()

@@ -17,7 +17,7 @@ from .exit_status import Verdict, verdict
 from .html_report import write_report
 from .llm import DEFAULT_PRICES, ChatClient, ChatSettings
 from .packs import LoadedTask, Pack, PackReport, inspect_pack, load_pack
-from .ray_backend import RaySettings
+from .ray_backend import RaySettings, ray_connection
 from .run import RunSettings, run_pack
 from .runner_client import RegisteredTrial, RunnerClient, open_runner, parse_address
 from .summary import RunSummary
@@ -50,6 +50,7 @@ __all__ = [
     "load_pack",
     "open_runner",
     "parse_address",
+    "ray_connection",
     "register_request",
     "run_episode",
     "run_pack",

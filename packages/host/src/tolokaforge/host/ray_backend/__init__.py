@@ -12,6 +12,19 @@ driver.py    RayPool: workers up and health-checked, trials scheduled with back-
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Generator
+
 from .settings import CREDENTIAL_VARIABLES, RaySettings
 
-__all__ = ["CREDENTIAL_VARIABLES", "RaySettings"]
+__all__ = ["CREDENTIAL_VARIABLES", "RaySettings", "ray_connection"]
+
+
+@contextlib.contextmanager
+def ray_connection(address: str) -> Generator[str]:
+    """Connected to the cluster at ``address`` (``local``, ``auto``, ``HOST:PORT``) for the block, as
+    ``--ray`` connects (Ray imported here, with ``RAY_ENV`` set first); yields how, in words."""
+    from .cluster import connected
+
+    with connected(address) as how:
+        yield how

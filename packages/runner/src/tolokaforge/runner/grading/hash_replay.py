@@ -14,7 +14,7 @@ from typing import Any
 
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.core.models import GoldenAction
-from tolokaforge.db.errors import NotFoundError
+from tolokaforge.db import NotFoundError
 
 from ..executor import ToolExecutor
 from ..registry import INITIALIZED_SNAPSHOT

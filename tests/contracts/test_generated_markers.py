@@ -14,7 +14,12 @@ GENERATED = Path(__file__).resolve().parents[2] / "packages/contracts/src/toloka
 
 def test_every_generated_file_carries_do_not_edit() -> None:
     # py.typed is a PEP 561 marker whose content type checkers read; it holds no code to edit.
-    files = sorted(path for path in GENERATED.rglob("*") if path.is_file() and path.name != "py.typed")
+    # __pycache__ holds the interpreter's bytecode, not generated sources.
+    files = sorted(
+        path
+        for path in GENERATED.rglob("*")
+        if path.is_file() and path.name != "py.typed" and "__pycache__" not in path.parts
+    )
     assert files, f"no generated files under {GENERATED}"
     unmarked = [
         str(path.relative_to(GENERATED))

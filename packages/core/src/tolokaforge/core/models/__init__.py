@@ -30,6 +30,7 @@ from .task import (
     UnstableField,
     UserSimulatorConfig,
 )
+from .trace_checks import TraceChecksConfig, TraceConstraint
 from .trial import TrialSpec
 
 __all__ = [
@@ -54,6 +55,8 @@ __all__ = [
     "ToolExpectation",
     "ToolServer",
     "ToolSource",
+    "TraceChecksConfig",
+    "TraceConstraint",
     "TranscriptRulesConfig",
     "TrialSpec",
     "UnstableField",

@@ -19,8 +19,8 @@ __all__ = [
     "EVENT_KINDS",
     "MATCHER_FIELDS",
     "PREDICATE_OPERATORS",
-    "AbsentBetweenSpec",
     "AbsentBeforeSpec",
+    "AbsentBetweenSpec",
     "AnchorSide",
     "BeforeSpec",
     "BindValue",
@@ -239,7 +239,7 @@ class TraceExpr(SpecModel):
 
     def walk(self) -> list[TraceExpr]:
         """This node and every node under it, depth first."""
-        nodes = [self]
+        nodes: list[TraceExpr] = [self]
         for child in self.children():
             nodes += child.walk()
         return nodes

@@ -32,7 +32,9 @@ def check_trace_checks(config: TraceChecksConfig) -> None:
     """Raise ValueError listing every problem of the block, each naming its constraint."""
     problems: list[str] = []
     if not config.constraints and not config.alternatives:
-        problems.append("trace_checks declares neither constraints nor alternatives, so it would score nothing")
+        problems.append(
+            "trace_checks declares neither constraints nor alternatives, so it would score nothing"
+        )
     routes = config.alternatives
     if routes is not None and len(routes) < 2:
         problems.append(
@@ -48,7 +50,9 @@ def check_trace_checks(config: TraceChecksConfig) -> None:
         problems += [f"{where}: {problem}" for problem in _constraint_problems(constraint)]
     if routes is not None and len(routes) >= 2:
         scored_routes = [
-            path.id for path in routes if any(c.severity == "scored" for c in [*config.constraints, *path.constraints])
+            path.id
+            for path in routes
+            if any(c.severity == "scored" for c in [*config.constraints, *path.constraints])
         ]
         for path in routes:
             if path.id not in scored_routes and scored_routes:
@@ -69,7 +73,7 @@ def trace_tool_names(config: TraceChecksConfig) -> list[tuple[str, str]]:
         for _, matcher in _all_matchers(constraint):
             if matcher.tool is None:
                 continue
-            names = [matcher.tool.equals] + list(matcher.tool.in_ or [])
+            names = [matcher.tool.equals, *(matcher.tool.in_ or [])]
             found += [(where, name) for name in names if isinstance(name, str)]
     return found
 
@@ -90,7 +94,9 @@ def _where(route: str | None, constraint: TraceConstraint) -> str:
 
 def _claim(seen: dict[str, str], ident: str, where: str, problems: list[str]) -> None:
     if ident in seen:
-        problems.append(f"{where}: id {ident!r} is already used by {seen[ident]}; every id in the block is unique")
+        problems.append(
+            f"{where}: id {ident!r} is already used by {seen[ident]}; every id in the block is unique"
+        )
     else:
         seen[ident] = where
 
@@ -146,7 +152,10 @@ def _node_problems(node: TraceExpr) -> list[str]:
     if node.absent_before is not None:
         anchors = [("anchor", node.absent_before.anchor.quantifier)]
     if node.absent_between is not None:
-        anchors = [("start", node.absent_between.start.quantifier), ("end", node.absent_between.end.quantifier)]
+        anchors = [
+            ("start", node.absent_between.start.quantifier),
+            ("end", node.absent_between.end.quantifier),
+        ]
     for role, quantifier in anchors:
         if quantifier not in ("first", "last"):
             problems.append(
@@ -196,7 +205,7 @@ def _predicate_problems(predicate: Predicate) -> list[str]:
 
 
 def _binding_problems(constraint: TraceConstraint) -> list[str]:
-    declared = set(constraint.bind.values) if constraint.bind is not None else set()
+    declared: set[str] = set(constraint.bind.values) if constraint.bind is not None else set()
     referenced: set[str] = set()
     for _, matcher in _all_matchers(constraint):
         for _, predicate in matcher.predicates():
@@ -206,15 +215,22 @@ def _binding_problems(constraint: TraceConstraint) -> list[str]:
         f"{', '.join(sorted(declared)) or 'nothing'})"
         for name in sorted(referenced - declared)
     ]
-    problems += [f"bind.values.{name} is bound and never referenced" for name in sorted(declared - referenced)]
+    problems += [
+        f"bind.values.{name} is bound and never referenced" for name in sorted(declared - referenced)
+    ]
     if constraint.bind is None:
         return problems
+    for label, predicate in constraint.bind.match.predicates():
+        if predicate.binding_names():
+            problems.append(f"bind.match.{label}: the binder cannot reference a binding it is what supplies")
     kind = constraint.bind.match.kind
     for name, value in constraint.bind.values.items():
         field = value.field
         if field.startswith("args."):
             if kind != "tool_call" or not field.removeprefix("args.").strip("."):
-                problems.append(f"bind.values.{name}: {field!r} needs a tool_call binder and an argument path")
+                problems.append(
+                    f"bind.values.{name}: {field!r} needs a tool_call binder and an argument path"
+                )
         elif field == "text":
             if kind not in ("assistant_message", "user_message"):
                 problems.append(f"bind.values.{name}: a {kind} event carries no text")

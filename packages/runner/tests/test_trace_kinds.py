@@ -215,8 +215,7 @@ def test_within_restricts_every_matcher_to_the_turn_window() -> None:
     ],
 )
 def test_value_predicates(args_predicate: str, value: Any, expected: bool) -> None:
-    args = {} if value is None else {"body": {"field": value}}
-    trail = timeline("u: go", call("write", **args))
+    trail = timeline("u: go", call("write") if value is None else call("write", body={"field": value}))
     require = f"{{present: {{match: {{kind: tool_call, args: {{body.field: {args_predicate}}}}}}}}}"
     assert one(require, trail=trail)[0] is expected
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from math import comb
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .results import dump_yaml, read_yaml, trial_dir
 
@@ -30,6 +30,7 @@ class TrialRow:
     cost_usd: float | None
     wall_time_s: float
     tool_calls: int
+    trace_gate_failed: bool = False
 
 
 @dataclass
@@ -91,6 +92,7 @@ class RunSummary:
             "mean_score": self.mean_score,
             "graded": sum(row.score is not None for row in self.rows),
             "grading_errors": sum(row.grading_error is not None for row in self.rows),
+            "trace_gates_failed": sum(row.trace_gate_failed for row in self.rows),
             "terminations": self.terminations(),
             "tokens": self.tokens,
             "cost_usd": self.cost_usd,
@@ -104,6 +106,7 @@ class RunSummary:
                     "score": row.score,
                     "termination_reason": row.termination,
                     "grading_error": row.grading_error,
+                    "trace_gate_failed": row.trace_gate_failed,
                 }
                 for row in self.rows
             ],
@@ -131,9 +134,15 @@ def summarise(output: Path, keys: Sequence[tuple[str, int]], summary: RunSummary
                 cost_usd=metrics.get("cost_usd"),
                 wall_time_s=float(metrics.get("wall_time_s") or 0.0),
                 tool_calls=int(metrics.get("tool_calls") or 0),
+                trace_gate_failed=_trace_gate_failed(grade),
             )
         )
     return summary
+
+
+def _trace_gate_failed(grade: dict[str, Any]) -> bool:
+    summary: Any = grade.get("trace_checks_summary")
+    return isinstance(summary, dict) and bool(cast(dict[str, Any], summary).get("gate_failed"))
 
 
 def write_summary(output: Path, summary: RunSummary) -> Path:

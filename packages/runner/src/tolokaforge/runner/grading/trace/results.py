@@ -35,7 +35,7 @@ def summary(outcome: TraceOutcome) -> TraceChecksSummary:
 
 
 def reasons_segment(outcome: TraceOutcome) -> str:
-    """``Trace checks: score=…``, then the tripped gates, then one part per failing constraint."""
+    """``Trace checks: score=…``, the tripped gates, one part per failing constraint of the deciding set."""
     head = f"Trace checks: score={outcome.score:.4g}"
     if outcome.winning_route:
         head += f" (route {outcome.winning_route})"
@@ -43,7 +43,8 @@ def reasons_segment(outcome: TraceOutcome) -> str:
     if outcome.failed_gates:
         parts.append(f"FAILED trace gates: {', '.join(outcome.failed_gates)}")
     for item in outcome.outcomes:
-        if item.passed:
+        # A losing route's constraints are what the agent did not do: its verdicts stay in the results.
+        if item.passed or item.route not in (None, outcome.winning_route):
             continue
         where = f"{item.route}.{item.constraint.id}" if item.route else item.constraint.id
         state = " (undecided)" if item.verdict.value is None else ""

@@ -30,7 +30,8 @@ from .task import (
     UnstableField,
     UserSimulatorConfig,
 )
-from .trace_checks import TraceChecksConfig, TraceConstraint
+from .trace_checks import TraceConstraint
+from .trace_rules import TraceChecksConfig
 from .trial import TrialSpec
 
 __all__ = [

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from ._base import SpecModel
-from .trace_checks import TraceChecksConfig
+from .trace_rules import TraceChecksConfig
 
 __all__ = [
     "COMPONENT_NAMES",

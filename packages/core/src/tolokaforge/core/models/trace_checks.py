@@ -33,7 +33,6 @@ __all__ = [
     "Matcher",
     "MatcherSide",
     "Predicate",
-    "TraceChecksConfig",
     "TraceConstraint",
     "TraceExpr",
     "TracePath",
@@ -322,24 +321,3 @@ class TracePath(SpecModel):
     id: str = Field(min_length=1)
     description: str
     constraints: list[TraceConstraint] = Field(min_length=1)
-
-
-class TraceChecksConfig(SpecModel):
-    """grading.yaml: trace_checks."""
-
-    constraints: list[TraceConstraint] = []
-    alternatives: list[TracePath] | None = None
-
-    @model_validator(mode="after")
-    def _authorable(self) -> TraceChecksConfig:
-        from .trace_rules import check_trace_checks  # the rules module reads these models
-
-        check_trace_checks(self)
-        return self
-
-    def all_constraints(self) -> list[tuple[str | None, TraceConstraint]]:
-        """(route id or None for shared, constraint) for every constraint in the block."""
-        found: list[tuple[str | None, TraceConstraint]] = [(None, c) for c in self.constraints]
-        for path in self.alternatives or []:
-            found += [(path.id, c) for c in path.constraints]
-        return found

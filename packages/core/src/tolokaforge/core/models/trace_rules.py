@@ -1,4 +1,4 @@
-"""Load-time rules for trace checks: what no trajectory could decide, or what reads two ways.
+"""The trace_checks block and its load-time rules: what no trajectory could decide, or what reads two ways.
 
 Every error names the constraint as ``trace_checks.<id>`` (``trace_checks.<route>.<id>`` inside a route)
 and says what to write instead. ``tolokaforge validate`` and RegisterTrial both reach these through the
@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
-from .trace_checks import MATCHER_FIELDS, Matcher, Predicate, TraceConstraint, TraceExpr
+from pydantic import model_validator
 
-if TYPE_CHECKING:
-    from .trace_checks import TraceChecksConfig
+from ._base import SpecModel
+from .trace_checks import MATCHER_FIELDS, Matcher, Predicate, TraceConstraint, TraceExpr, TracePath
 
-__all__ = ["check_trace_checks", "trace_check_tool_problems", "trace_tool_names"]
+__all__ = ["TraceChecksConfig", "check_trace_checks", "trace_check_tool_problems", "trace_tool_names"]
 
 _VERDICT_IS_THE_MATCH = ("present", "absent", "count")
 _AMONG_KINDS = {
@@ -26,6 +25,25 @@ _AMONG_KINDS = {
     "events": {"assistant_message", "user_message", "tool_call", "tool_result"},
 }
 _BIND_FIELDS = {"tool": {"tool_call", "tool_result"}, "result": {"tool_call", "tool_result"}}
+
+
+class TraceChecksConfig(SpecModel):
+    """grading.yaml: trace_checks."""
+
+    constraints: list[TraceConstraint] = []
+    alternatives: list[TracePath] | None = None
+
+    @model_validator(mode="after")
+    def _authorable(self) -> TraceChecksConfig:
+        check_trace_checks(self)
+        return self
+
+    def all_constraints(self) -> list[tuple[str | None, TraceConstraint]]:
+        """(route id or None for shared, constraint) for every constraint in the block."""
+        found: list[tuple[str | None, TraceConstraint]] = [(None, c) for c in self.constraints]
+        for path in self.alternatives or []:
+            found += [(path.id, c) for c in path.constraints]
+        return found
 
 
 def check_trace_checks(config: TraceChecksConfig) -> None:

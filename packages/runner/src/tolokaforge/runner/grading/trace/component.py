@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from tolokaforge.core.models.trace_checks import ConstraintKind, TraceChecksConfig
+from tolokaforge.core.models.trace_checks import ConstraintKind
+from tolokaforge.core.models.trace_rules import TraceChecksConfig
 from tolokaforge.core.transcript.timeline import NO_EVENTS_SKIP_REASON, TrialTimeline
 
 from ..component import ComponentResult, KeyLedger

@@ -14,7 +14,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tolokaforge.core.models.trace_checks import ConstraintKind, TraceChecksConfig, TraceConstraint
+from tolokaforge.core.models.trace_checks import ConstraintKind, TraceConstraint
+from tolokaforge.core.models.trace_rules import TraceChecksConfig
 
 from .bindings import evaluate_bound
 from .events import TraceEvent

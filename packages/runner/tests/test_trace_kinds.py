@@ -266,6 +266,19 @@ def test_binding_types_are_kept_apart() -> None:
     assert one(READ_BEFORE_WRITE, extra=BIND_AT_WRITE, trail=trail)[0] is False
 
 
+def test_a_bound_number_against_text_says_the_comparison_was_not_made() -> None:
+    extra = """  bind:
+    match: {kind: tool_call, tool: {equals: refund}}
+    values: {amount: {field: args.amount}}
+"""
+    require = "{present: {match: {kind: assistant_message, text: {contains_binding: amount}}}}"
+    value, message = one(
+        require, extra=extra, trail=timeline("u: go", call("refund", amount=5), "a: refunded 5")
+    )
+    assert value is False
+    assert "contains_binding on text was not compared: binding 'amount' holds 5 (int)" in message
+
+
 def test_binding_over_an_unrecorded_value_is_undecided_where_readings_disagree() -> None:
     extra = """  bind:
     match: {kind: tool_call, tool: {equals: lookup}}

@@ -55,9 +55,11 @@ class Context:
     missing_passes: bool
     bound: Mapping[str, Any] = field(default_factory=lambda: {})
     entered: set[ConstraintKind] = field(default_factory=lambda: set[ConstraintKind]())
+    notes: set[str] = field(default_factory=lambda: set[str]())
+    """Comparisons a binding reference could not make (shared by every bound reading)."""
 
     def with_bound(self, bound: Mapping[str, Any]) -> Context:
-        return Context(self.events, self.window, self.missing_passes, bound, self.entered)
+        return Context(self.events, self.window, self.missing_passes, bound, self.entered, self.notes)
 
 
 def resolve(matcher: Matcher, ctx: Context) -> Side:
@@ -66,7 +68,7 @@ def resolve(matcher: Matcher, ctx: Context) -> Side:
     for event in ctx.events:
         if ctx.window is not None and not ctx.window.admits(event.turn):
             continue
-        verdict = match_event(matcher, event, ctx.bound)
+        verdict = match_event(matcher, event, ctx.bound, ctx.notes)
         if verdict is True:
             definite.append(event.position)
         elif verdict is None:

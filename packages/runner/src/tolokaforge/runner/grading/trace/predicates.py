@@ -137,17 +137,30 @@ def _operator_holds(operator: str, operand: Any, value: Any) -> bool:
     raise ValueError(f"unknown predicate operator {operator!r}")
 
 
-def predicate_holds(predicate: Predicate, value: Any, bound: Mapping[str, Any]) -> Tri:
-    """Every declared operator holds (None when the value, or a bound value it needs, is unrecorded)."""
+def predicate_holds(
+    predicate: Predicate, value: Any, bound: Mapping[str, Any], notes: set[str] | None = None, label: str = ""
+) -> Tri:
+    """Every declared operator holds (None when the value, or a bound value it needs, is unrecorded).
+
+    A binding reference comparing text with a bound non-text value can hold on no trajectory; ``notes``
+    collects a sentence saying so, so the failure reads as an authoring problem, not the agent's.
+    """
     if isinstance(value, Unrecorded):
         return None
     verdicts: list[Tri] = []
     for operator, operand in predicate.operators():
         if operator in ("equals_binding", "contains_binding"):
-            operand = bound.get(str(operand), UNKNOWN_VALUE)
+            name = str(operand)
+            operand = bound.get(name, UNKNOWN_VALUE)
             if operand is UNKNOWN_VALUE:
                 verdicts.append(None)
                 continue
+            if notes is not None and isinstance(value, str) and not isinstance(operand, str):
+                notes.add(
+                    f"{operator} on {label or 'the field'} was not compared: binding {name!r} holds "
+                    f"{operand!r} ({type(operand).__name__}), never equal to or inside text; bind it with a "
+                    "pattern (always text) or compare it on an args predicate"
+                )
         verdicts.append(_operator_holds(operator, operand, value))
     return kleene_and(verdicts)
 
@@ -177,10 +190,15 @@ def dotted(root: Mapping[str, Any], path: str) -> Any:
     return current
 
 
-def match_event(matcher: Matcher, event: TraceEvent, bound: Mapping[str, Any]) -> Tri:
+def match_event(
+    matcher: Matcher, event: TraceEvent, bound: Mapping[str, Any], notes: set[str] | None = None
+) -> Tri:
     """Whether the event matches: False as soon as one predicate definitely fails."""
     if event.kind != matcher.kind:
         return False
     return kleene_and(
-        [predicate_holds(p, field_value(event, label), bound) for label, p in matcher.predicates()]
+        [
+            predicate_holds(p, field_value(event, label), bound, notes, label)
+            for label, p in matcher.predicates()
+        ]
     )

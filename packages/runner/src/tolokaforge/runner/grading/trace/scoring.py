@@ -73,6 +73,8 @@ def evaluate_constraint(
     else:
         bound = evaluate_bound(constraint.bind, constraint.require, ctx)
         verdict, unbound = bound.verdict, bound.unbound
+    if ctx.notes and verdict.value is not True:
+        verdict = Verdict(verdict.value, verdict.positions, "; ".join([verdict.message, *sorted(ctx.notes)]))
     return ConstraintOutcome(route, constraint, verdict, frozenset(ctx.entered), unbound)
 
 

@@ -24,9 +24,9 @@ from tolokaforge.core.models.trace_checks import (
 )
 
 from .events import TraceEvent
-from .predicates import Tri, kleene_and, kleene_or, match_event
+from .predicates import CompiledMatcher, Tri, compile_matcher, kleene_and, kleene_or, match_event
 
-__all__ = ["Context", "Side", "Verdict", "describe_matcher", "evaluate", "resolve"]
+__all__ = ["Context", "EventIndex", "Side", "Verdict", "describe_matcher", "evaluate", "resolve"]
 
 _EMPTY: Final = -1
 """A reduced side that selected nothing."""
@@ -48,9 +48,27 @@ class Side:
     undecidable: tuple[int, ...]
 
 
+class EventIndex:
+    """The trace view plus what every constraint over it reuses: events by kind, compiled matchers."""
+
+    def __init__(self, events: tuple[TraceEvent, ...]) -> None:
+        self.events = events
+        self.by_kind: dict[str, list[TraceEvent]] = {}
+        for event in events:
+            self.by_kind.setdefault(event.kind, []).append(event)
+        self._compiled: dict[int, tuple[Matcher, CompiledMatcher]] = {}
+
+    def compiled(self, matcher: Matcher) -> CompiledMatcher:
+        # Keyed by identity, holding the matcher so its id cannot be reused while cached.
+        found = self._compiled.get(id(matcher))
+        if found is None:
+            found = self._compiled[id(matcher)] = (matcher, compile_matcher(matcher))
+        return found[1]
+
+
 @dataclass
 class Context:
-    events: tuple[TraceEvent, ...]
+    index: EventIndex
     window: TurnWindow | None
     missing_passes: bool
     bound: Mapping[str, Any] = field(default_factory=lambda: {})
@@ -58,17 +76,22 @@ class Context:
     notes: set[str] = field(default_factory=lambda: set[str]())
     """Comparisons a binding reference could not make (shared by every bound reading)."""
 
+    @property
+    def events(self) -> tuple[TraceEvent, ...]:
+        return self.index.events
+
     def with_bound(self, bound: Mapping[str, Any]) -> Context:
-        return Context(self.events, self.window, self.missing_passes, bound, self.entered, self.notes)
+        return Context(self.index, self.window, self.missing_passes, bound, self.entered, self.notes)
 
 
 def resolve(matcher: Matcher, ctx: Context) -> Side:
     definite: list[int] = []
     undecidable: list[int] = []
-    for event in ctx.events:
+    compiled = ctx.index.compiled(matcher)
+    for event in ctx.index.by_kind.get(matcher.kind, ()):
         if ctx.window is not None and not ctx.window.admits(event.turn):
             continue
-        verdict = match_event(matcher, event, ctx.bound, ctx.notes)
+        verdict = match_event(compiled, event, ctx.bound, ctx.notes)
         if verdict is True:
             definite.append(event.position)
         elif verdict is None:

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final, cast
 
-from tolokaforge.core.models.trace_checks import Matcher, Predicate
+from tolokaforge.core.models.trace_checks import Matcher
 
 from .events import UNRECORDED, TraceEvent, Unrecorded
 
 __all__ = [
     "MISSING",
     "UNKNOWN_VALUE",
+    "CompiledMatcher",
     "Tri",
+    "compile_matcher",
     "kleene_and",
     "kleene_or",
     "match_event",
@@ -137,8 +140,28 @@ def _operator_holds(operator: str, operand: Any, value: Any) -> bool:
     raise ValueError(f"unknown predicate operator {operator!r}")
 
 
+Operators = tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledMatcher:
+    """A matcher read once: its kind and, per field label, the declared operators in a fixed order."""
+
+    kind: str
+    checks: tuple[tuple[str, Operators], ...]
+
+
+def compile_matcher(matcher: Matcher) -> CompiledMatcher:
+    # The tool name is checked first: it is the predicate that rejects most events.
+    checks = sorted(
+        ((label, tuple(p.operators())) for label, p in matcher.predicates()),
+        key=lambda item: item[0] != "tool",
+    )
+    return CompiledMatcher(matcher.kind, tuple(checks))
+
+
 def predicate_holds(
-    predicate: Predicate, value: Any, bound: Mapping[str, Any], notes: set[str] | None = None, label: str = ""
+    operators: Operators, value: Any, bound: Mapping[str, Any], notes: set[str] | None = None, label: str = ""
 ) -> Tri:
     """Every declared operator holds (None when the value, or a bound value it needs, is unrecorded).
 
@@ -147,13 +170,13 @@ def predicate_holds(
     """
     if isinstance(value, Unrecorded):
         return None
-    verdicts: list[Tri] = []
-    for operator, operand in predicate.operators():
+    unknown = False
+    for operator, operand in operators:
         if operator in ("equals_binding", "contains_binding"):
             name = str(operand)
             operand = bound.get(name, UNKNOWN_VALUE)
             if operand is UNKNOWN_VALUE:
-                verdicts.append(None)
+                unknown = True
                 continue
             if notes is not None and isinstance(value, str) and not isinstance(operand, str):
                 notes.add(
@@ -161,8 +184,9 @@ def predicate_holds(
                     f"{operand!r} ({type(operand).__name__}), never equal to or inside text; bind it with a "
                     "pattern (always text) or compare it on an args predicate"
                 )
-        verdicts.append(_operator_holds(operator, operand, value))
-    return kleene_and(verdicts)
+        if not _operator_holds(operator, operand, value):
+            return False
+    return None if unknown else True
 
 
 def field_value(event: TraceEvent, label: str) -> Any:
@@ -191,14 +215,15 @@ def dotted(root: Mapping[str, Any], path: str) -> Any:
 
 
 def match_event(
-    matcher: Matcher, event: TraceEvent, bound: Mapping[str, Any], notes: set[str] | None = None
+    matcher: CompiledMatcher, event: TraceEvent, bound: Mapping[str, Any], notes: set[str] | None = None
 ) -> Tri:
     """Whether the event matches: False as soon as one predicate definitely fails."""
     if event.kind != matcher.kind:
         return False
-    return kleene_and(
-        [
-            predicate_holds(p, field_value(event, label), bound, notes, label)
-            for label, p in matcher.predicates()
-        ]
-    )
+    unknown = False
+    for label, operators in matcher.checks:
+        verdict = predicate_holds(operators, field_value(event, label), bound, notes, label)
+        if verdict is False:
+            return False
+        unknown = unknown or verdict is None
+    return None if unknown else True

@@ -19,7 +19,7 @@ from tolokaforge.core.models.trace_rules import TraceChecksConfig
 
 from .bindings import evaluate_bound
 from .events import TraceEvent
-from .kinds import Context, Verdict, evaluate
+from .kinds import Context, EventIndex, Verdict, evaluate
 
 __all__ = ["ConstraintOutcome", "RouteScore", "TraceOutcome", "score_trace_checks"]
 
@@ -61,9 +61,9 @@ class TraceOutcome:
 
 
 def evaluate_constraint(
-    route: str | None, constraint: TraceConstraint, events: tuple[TraceEvent, ...], has_transcript: bool
+    route: str | None, constraint: TraceConstraint, index: EventIndex, has_transcript: bool
 ) -> ConstraintOutcome:
-    ctx = Context(events, constraint.within, constraint.missing_passes)
+    ctx = Context(index, constraint.within, constraint.missing_passes)
     if not has_transcript and _reads_messages(constraint):
         ctx.entered.update(kind for node in constraint.require.walk() for kind in node.kinds())
         verdict = Verdict(None, (), "undecided: the host sent no transcript, so no message event can be read")
@@ -98,12 +98,13 @@ def _decision_score(members: Sequence[ConstraintOutcome]) -> tuple[float, bool, 
 def score_trace_checks(
     config: TraceChecksConfig, events: tuple[TraceEvent, ...], has_transcript: bool
 ) -> TraceOutcome:
-    shared = [evaluate_constraint(None, c, events, has_transcript) for c in config.constraints]
+    index = EventIndex(events)
+    shared = [evaluate_constraint(None, c, index, has_transcript) for c in config.constraints]
     if not config.alternatives:
         score, gate_failed, failed = _decision_score(shared)
         return TraceOutcome(0.0 if gate_failed else score, gate_failed, tuple(failed), "", (), tuple(shared))
     own = {
-        path.id: [evaluate_constraint(path.id, c, events, has_transcript) for c in path.constraints]
+        path.id: [evaluate_constraint(path.id, c, index, has_transcript) for c in path.constraints]
         for path in config.alternatives
     }
     routes: list[tuple[RouteScore, list[str]]] = []

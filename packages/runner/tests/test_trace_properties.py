@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tolokaforge.core.models import TraceChecksConfig
@@ -127,7 +127,7 @@ def verdicts(trail: TrialTimeline, *requires: dict[str, Any]) -> list[bool | Non
     return [item.verdict.value for item in outcome.outcomes]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps, expressions)
 def test_negate_decides_opposite_wherever_its_operand_is_decided(
     trail: list[Step], expr: dict[str, Any]
@@ -139,7 +139,7 @@ def test_negate_decides_opposite_wherever_its_operand_is_decided(
         assert negated is (not plain)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps, expressions)
 def test_a_decided_verdict_agrees_with_every_completion(trail: list[Step], expr: dict[str, Any]) -> None:
     (decided,) = verdicts(build(trail), expr)

@@ -10,7 +10,7 @@ some real completion contradicts. Composites combine their children with Kleene 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -30,6 +30,8 @@ __all__ = ["Context", "EventIndex", "Side", "Verdict", "describe_matcher", "eval
 
 _EMPTY: Final = -1
 """A reduced side that selected nothing."""
+_PREFIX: Final = -2
+"""The start of absent_before's window: every position before the anchor."""
 _MAX_ENUMERATED: Final = 12
 """immediately_before enumerates completions; past 2**12 of them it reports undecided instead."""
 
@@ -303,19 +305,19 @@ def _absent_window(
     banned = resolve(forbidden, ctx)
     start_side = resolve(start.match, ctx) if start is not None else None
     end_side = resolve(end.match, ctx)
-    starts = _extremes(start_side, start.quantifier == "last") if start_side and start else {-2}
+    # absent_before has no start: _PREFIX opens the window at position 0.
+    starts = _extremes(start_side, start.quantifier == "last") if start_side and start else {_PREFIX}
     ends = _extremes(end_side, end.quantifier == "last")
 
     def verdicts(s: int, e: int) -> set[bool]:
-        if e == _EMPTY or s == _EMPTY or (s != -2 and s >= e):
+        if e == _EMPTY or s == _EMPTY or (s != _PREFIX and s >= e):
             return {_missing(ctx)}
-        inside: Callable[[int], bool] = lambda p: s < p < e  # noqa: E731 -- s is -2 for a prefix window
-        if any(map(inside, banned.definite)):
+        if any(s < p < e for p in banned.definite):
             return {False}
-        return {True, False} if any(map(inside, banned.undecidable)) else {True}
+        return {True, False} if any(s < p < e for p in banned.undecidable) else {True}
 
     possible = set[bool]().union(*(verdicts(s, e) for s in starts for e in ends))
-    s = _definite_extreme(start_side, start.quantifier == "last") if start_side and start else -2
+    s = _definite_extreme(start_side, start.quantifier == "last") if start_side and start else _PREFIX
     e = _definite_extreme(end_side, end.quantifier == "last")
     anchors = tuple(p for p in (s, e) if p >= 0)
     if e == _EMPTY or s == _EMPTY:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
 import yaml
+from rich.console import Console
 
 from tolokaforge.contracts.runner import Grade, TraceChecksSummary, TraceConstraintResult
 from tolokaforge.host.agents import ScriptedAgentFactory, load_script
+from tolokaforge.host.cli.report import summary_table
 from tolokaforge.host.packs import load_pack
 from tolokaforge.host.run import RunSettings, run_pack
 from tolokaforge.host.trace_results import check_trace_payload
@@ -45,6 +48,12 @@ async def test_grade_yaml_carries_the_verdicts_and_the_summary_counts_tripped_ga
         RunSettings(output=tmp_path / "run", task_ids=(GATE_TASK,)),
     )
     assert summary.to_dict()["trace_gates_failed"] == 1
+    screen = io.StringIO()
+    Console(file=screen, width=100).print(summary_table(summary))
+    assert any(
+        "trace gates failed" in line and line.rstrip(" │").endswith("1")
+        for line in screen.getvalue().splitlines()
+    )
     grade = yaml.safe_load((tmp_path / "run" / "trials" / GATE_TASK / "0" / "grade.yaml").read_text())
     assert grade["binary_pass"] is False and grade["components"]["trace_checks"] == 0.0
     results = {row["id"]: row for row in grade["trace_check_results"]}

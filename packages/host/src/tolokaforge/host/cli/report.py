@@ -60,6 +60,7 @@ def summary_table(summary: RunSummary) -> Table:
         (f"pass^{k}", _fmt(summary.pass_hat(k))),
         ("mean score", _fmt(summary.mean_score)),
         ("grading errors", str(sum(row.grading_error is not None for row in summary.rows))),
+        ("trace gates failed", str(sum(row.trace_gate_failed for row in summary.rows))),
         (
             "terminations",
             ", ".join(f"{name} {count}" for name, count in sorted(summary.terminations().items())),

@@ -420,3 +420,26 @@ def test_a_records_only_timeline_cannot_read_messages() -> None:
     value, message = one("{present: {match: {kind: assistant_message}}}", trail=trail)
     assert value is None and "no transcript" in message
     assert one(f"{{present: {{match: {READ_OK}}}}}", trail=trail)[0] is True
+
+
+def test_within_restricts_the_binder_too() -> None:
+    # The write to Y happens in turn 3, outside the window: its value is no candidate.
+    trail = timeline("u: go", call("read", id="X"), call("write", id="X"), call("write", id="Y"))
+    assert one(READ_BEFORE_WRITE, extra=BIND_AT_WRITE, trail=trail)[0] is False
+    windowed = BIND_AT_WRITE + "  within: {last_turn: 1}\n"
+    assert one(READ_BEFORE_WRITE, extra=windowed, trail=trail)[0] is True
+
+
+@pytest.mark.parametrize(
+    ("steps", "expected"),
+    [
+        ([call("read"), call("write")], True),
+        ([call("read"), call("write"), call("write")], False),  # one left cannot precede two rights directly
+    ],
+)
+def test_immediately_before_with_every_right_match(steps: list[dict[str, Any]], expected: bool) -> None:
+    require = (
+        f"{{immediately_before: {{among: tool_calls, left: {{quantifier: any, match: {READ}}}, "
+        f"right: {{quantifier: all, match: {WRITE}}}}}}}"
+    )
+    assert one(require, trail=timeline("u: go", *steps))[0] is expected

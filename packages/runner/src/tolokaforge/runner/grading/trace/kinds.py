@@ -24,7 +24,7 @@ from tolokaforge.core.models.trace_checks import (
 )
 
 from .events import TraceEvent
-from .predicates import CompiledMatcher, Tri, compile_matcher, kleene_and, kleene_or, match_event
+from .predicates import CompiledMatcher, Tri, compile_matcher, kleene_and, kleene_or, match_checks
 
 __all__ = ["Context", "EventIndex", "Side", "Verdict", "describe_matcher", "evaluate", "resolve"]
 
@@ -59,6 +59,7 @@ class EventIndex:
         for event in events:
             self.by_kind.setdefault(event.kind, []).append(event)
         self._compiled: dict[int, tuple[Matcher, CompiledMatcher]] = {}
+        self._prefiltered: dict[tuple[int, int | None, int | None], list[tuple[TraceEvent, Tri]]] = {}
 
     def compiled(self, matcher: Matcher) -> CompiledMatcher:
         # Keyed by identity, holding the matcher so its id cannot be reused while cached.
@@ -66,6 +67,22 @@ class EventIndex:
         if found is None:
             found = self._compiled[id(matcher)] = (matcher, compile_matcher(matcher))
         return found[1]
+
+    def prefiltered(self, matcher: Matcher, window: TurnWindow | None) -> list[tuple[TraceEvent, Tri]]:
+        """Events of the matcher's kind, in the window, whose literal predicates do not fail; with that verdict."""
+        key = (id(matcher), window.first_turn if window else None, window.last_turn if window else -1)
+        found = self._prefiltered.get(key)
+        if found is None:
+            compiled = self.compiled(matcher)
+            found = list[tuple[TraceEvent, Tri]]()
+            for event in self.by_kind.get(matcher.kind, ()):
+                if window is not None and not window.admits(event.turn):
+                    continue
+                verdict = match_checks(compiled.static, event, {}, None)
+                if verdict is not False:
+                    found.append((event, verdict))
+            self._prefiltered[key] = found
+        return found
 
 
 @dataclass
@@ -89,11 +106,11 @@ class Context:
 def resolve(matcher: Matcher, ctx: Context) -> Side:
     definite: list[int] = []
     undecidable: list[int] = []
-    compiled = ctx.index.compiled(matcher)
-    for event in ctx.index.by_kind.get(matcher.kind, ()):
-        if ctx.window is not None and not ctx.window.admits(event.turn):
-            continue
-        verdict = match_event(compiled, event, ctx.bound, ctx.notes)
+    dynamic = ctx.index.compiled(matcher).dynamic
+    for event, static in ctx.index.prefiltered(matcher, ctx.window):
+        verdict = (
+            kleene_and([static, match_checks(dynamic, event, ctx.bound, ctx.notes)]) if dynamic else static
+        )
         if verdict is True:
             definite.append(event.position)
         elif verdict is None:

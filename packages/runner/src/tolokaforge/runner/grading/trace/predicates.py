@@ -27,6 +27,7 @@ __all__ = [
     "compile_matcher",
     "kleene_and",
     "kleene_or",
+    "match_checks",
     "match_event",
     "predicate_holds",
     "same",
@@ -145,19 +146,34 @@ Operators = tuple[tuple[str, Any], ...]
 
 @dataclass(frozen=True, slots=True)
 class CompiledMatcher:
-    """A matcher read once: its kind and, per field label, the declared operators in a fixed order."""
+    """A matcher read once: its kind and, per field label, the declared operators in a fixed order.
+
+    ``static`` holds the operators against literals, ``dynamic`` those against bound values: the
+    static part is the same for every bound reading, so its verdicts are computed once per matcher.
+    """
 
     kind: str
-    checks: tuple[tuple[str, Operators], ...]
+    static: tuple[tuple[str, Operators], ...]
+    dynamic: tuple[tuple[str, Operators], ...]
+
+
+_BINDING_OPERATORS = ("equals_binding", "contains_binding")
 
 
 def compile_matcher(matcher: Matcher) -> CompiledMatcher:
+    static: list[tuple[str, Operators]] = []
+    dynamic: list[tuple[str, Operators]] = []
+    for label, predicate in matcher.predicates():
+        operators = predicate.operators()
+        literal = tuple((op, value) for op, value in operators if op not in _BINDING_OPERATORS)
+        bound = tuple((op, value) for op, value in operators if op in _BINDING_OPERATORS)
+        if literal:
+            static.append((label, literal))
+        if bound:
+            dynamic.append((label, bound))
     # The tool name is checked first: it is the predicate that rejects most events.
-    checks = sorted(
-        ((label, tuple(p.operators())) for label, p in matcher.predicates()),
-        key=lambda item: item[0] != "tool",
-    )
-    return CompiledMatcher(matcher.kind, tuple(checks))
+    static.sort(key=lambda item: item[0] != "tool")
+    return CompiledMatcher(matcher.kind, tuple(static), tuple(dynamic))
 
 
 def predicate_holds(
@@ -220,8 +236,23 @@ def match_event(
     """Whether the event matches: False as soon as one predicate definitely fails."""
     if event.kind != matcher.kind:
         return False
+    return kleene_and(
+        [
+            match_checks(matcher.static, event, bound, notes),
+            match_checks(matcher.dynamic, event, bound, notes),
+        ]
+    )
+
+
+def match_checks(
+    checks: tuple[tuple[str, Operators], ...],
+    event: TraceEvent,
+    bound: Mapping[str, Any],
+    notes: set[str] | None,
+) -> Tri:
+    """Kleene conjunction of the checks on one event, stopping at the first definite failure."""
     unknown = False
-    for label, operators in matcher.checks:
+    for label, operators in checks:
         verdict = predicate_holds(operators, field_value(event, label), bound, notes, label)
         if verdict is False:
             return False

@@ -2,12 +2,26 @@
 
 Start one in this process with :func:`start_runner` (embedded mode, ephemeral loopback port), or as a
 service with the ``tolokaforge-runner`` command.
+
+The server is imported on first use, not here: a tool worker imports ``tolokaforge.runner.workers``
+and must not pay for (or expose) the gRPC stack.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-from .server import RunnerHandle, RunnerSettings, start_runner
+if TYPE_CHECKING:
+    from .server import RunnerHandle, RunnerSettings, start_runner
 
 __all__ = ["RunnerHandle", "RunnerSettings", "__version__", "start_runner"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("RunnerHandle", "RunnerSettings", "start_runner"):
+        from . import server
+
+        return getattr(server, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

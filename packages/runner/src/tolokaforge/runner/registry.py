@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import re
 import shutil
@@ -221,6 +222,7 @@ class TrialRegistry:
             code_root=code_root,
             log_dir=self.work_dir / "logs",
             db_url=self._require_db_url,
+            limits=dataclasses.replace(self.executor.isolated.limits, network=True),
         )
         return await start_tool_servers(task.tool_servers, places, {"agent": agent, "user": user})
 

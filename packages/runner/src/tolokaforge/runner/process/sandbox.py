@@ -26,8 +26,13 @@ _CLONE_NEWUSER = 0x10000000
 
 LIMIT_NAMES = ("address_space", "cpu_time", "open_files", "processes", "file_size", "network")
 
-# Names a child sees in its environment besides what the pack declares: enough to run a program.
-_BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+# Names a child sees in its environment besides what the pack declares: enough to run a program
+# (the runner's own interpreter directory first, so the tools installed beside it are found).
+_BASE_ENV = {
+    "PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
 
 
 @dataclass(frozen=True)

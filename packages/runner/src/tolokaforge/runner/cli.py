@@ -3,7 +3,10 @@
     tolokaforge-runner --port 50051 --store memory
     tolokaforge-runner --port 50051 --db-url http://127.0.0.1:8700
 
-Every option is also an environment variable (TOLOKAFORGE_RUNNER_HOST, _PORT, _DB_URL, _TOOL_TIMEOUT).
+    tolokaforge-runner --isolation thread      # trusted mode: python tools in this process
+
+Every option is also an environment variable (TOLOKAFORGE_RUNNER_HOST, _PORT, _DB_URL, _TOOL_TIMEOUT;
+TOLOKAFORGE_ISOLATION for --isolation, which the embedded runner honours too).
 The bound address is printed as ``tolokaforge-runner listening on HOST:PORT`` once serving.
 """
 
@@ -15,7 +18,7 @@ import os
 import signal
 import sys
 
-from .server import RunnerSettings, start_runner
+from .server import ISOLATION_MODES, RunnerSettings, isolation_from_env, start_runner
 
 __all__ = ["main"]
 
@@ -36,6 +39,13 @@ def _parser() -> argparse.ArgumentParser:
         default=float(env("TOLOKAFORGE_RUNNER_TOOL_TIMEOUT", "30")),
         help="default per-call tool budget in seconds",
     )
+    parser.add_argument(
+        "--isolation",
+        choices=ISOLATION_MODES,
+        default=None,
+        help="process: python tools in supervised worker processes (default); "
+        "thread: trusted mode, in this process (only for code you trust)",
+    )
     return parser
 
 
@@ -55,8 +65,17 @@ async def _serve(settings: RunnerSettings) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     db_url = None if args.store == "memory" else args.db_url
+    try:
+        isolation = args.isolation or isolation_from_env()
+    except ValueError as error:
+        print(f"tolokaforge-runner: {error}", file=sys.stderr)
+        raise SystemExit(2) from error
     settings = RunnerSettings(
-        host=args.host, port=args.port, db_url=db_url, default_tool_timeout_s=args.tool_timeout
+        host=args.host,
+        port=args.port,
+        db_url=db_url,
+        default_tool_timeout_s=args.tool_timeout,
+        isolation=isolation,
     )
     try:
         asyncio.run(_serve(settings))

@@ -166,7 +166,15 @@ class ToolExecutor:
                     ExecutionStatus.SUCCESS, output, None, time.perf_counter() - started, mutations
                 )
         except ToolFailure as failure:
-            outcome = CallOutcome(failure.status, "", failure, time.perf_counter() - started, 0)
+            code = failure.details.get("exit_code")  # a worker that died: its exit code or -signal
+            outcome = CallOutcome(
+                failure.status,
+                "",
+                failure,
+                time.perf_counter() - started,
+                0,
+                exit_code=code if isinstance(code, int) else None,
+            )
         if record:
             trial.history.append(
                 RecordedToolCall(

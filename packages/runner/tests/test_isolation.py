@@ -23,8 +23,9 @@ from tolokaforge.contracts.runner import (
     GradeTrialRequest,
     HealthCheckRequest,
     RunnerServiceStub,
+    ToolMetrics,
 )
-from tolokaforge.contracts.tool import ToolErrorCategory
+from tolokaforge.contracts.tool import ToolError, ToolErrorCategory
 from tolokaforge.runner import RunnerHandle, RunnerSettings, start_runner
 from tolokaforge.runner.executor import MAX_BUDGET_S, clamp_budget
 
@@ -105,6 +106,16 @@ async def trials(stub: RunnerServiceStub) -> Trials:
     return Trials(stub)
 
 
+def _error(response: ExecuteToolResponse) -> ToolError:
+    assert response.tool_error is not None, response
+    return response.tool_error
+
+
+def _metrics(response: ExecuteToolResponse) -> ToolMetrics:
+    assert response.metrics is not None, response
+    return response.metrics
+
+
 def _worker_pids(runner: RunnerHandle, trial_id: str) -> list[int]:
     workers = runner.servicer.registry.get(trial_id).workers
     assert workers is not None
@@ -129,7 +140,7 @@ async def test_a_tool_that_exits_crashes_or_raises_costs_one_call(
     assert (await trials.call("bad:0", "add_note", text="kept")).status == ExecutionStatus.SUCCESS
     response = await trials.call("bad:0", "misbehave", how=how)
     assert response.status == ExecutionStatus.ERROR, response
-    assert response.tool_error.category == category, response.tool_error.message
+    assert _error(response).category == category, _error(response).message
     assert await trials.notes("bad:0") == [{"text": "kept"}]  # nothing of the failed call landed
     again = await trials.call("bad:0", "add_note", text="after")
     assert again.status == ExecutionStatus.SUCCESS, again.error_message
@@ -140,10 +151,10 @@ async def test_a_tool_that_exits_crashes_or_raises_costs_one_call(
 async def test_a_crash_reports_the_signal_and_exit_code(trials: Trials) -> None:
     await trials.register("crash:0")
     response = await trials.call("crash:0", "misbehave", how="segfault")
-    assert "SIGSEGV" in response.tool_error.message
-    assert response.metrics.exit_code == -11
+    assert "SIGSEGV" in _error(response).message
+    assert _metrics(response).exit_code == -11
     hard = await trials.call("crash:0", "misbehave", how="hard_exit")
-    assert "exit code 3" in hard.tool_error.message and hard.metrics.exit_code == 3
+    assert "exit code 3" in _error(hard).message and _metrics(hard).exit_code == 3
 
 
 async def test_a_call_past_its_budget_kills_its_worker_and_changes_nothing(
@@ -155,8 +166,7 @@ async def test_a_call_past_its_budget_kills_its_worker_and_changes_nothing(
     response = await trials.call("slow:0", "misbehave", how="sleep")
     elapsed = time.perf_counter() - started
     assert (
-        response.status == ExecutionStatus.TIMEOUT
-        and response.tool_error.category == ToolErrorCategory.TIMEOUT
+        response.status == ExecutionStatus.TIMEOUT and _error(response).category == ToolErrorCategory.TIMEOUT
     )
     assert elapsed < 1.0 + 2.0, (
         elapsed
@@ -221,7 +231,7 @@ async def test_a_tool_cannot_replace_the_grader(trials: Trials, stub: RunnerServ
     await trials.call("honest:0", "add_note", text="wrong")
     response = await stub.grade_trial(GradeTrialRequest(trial_id="honest:0", termination_reason="agent_done"))
     assert response.success, response.error
-    assert response.grade.score == 0.0
+    assert response.grade is not None and response.grade.score == 0.0
 
 
 async def test_seventy_wedged_trials_leave_a_normal_trial_answering(
@@ -299,7 +309,7 @@ async def test_trusted_mode_survives_base_exceptions(trusted: tuple[RunnerHandle
     response = await trials.call("t:0", "misbehave", how=how)
     assert (
         response.status == ExecutionStatus.ERROR
-        and response.tool_error.category == ToolErrorCategory.EXECUTION_FAILED
+        and _error(response).category == ToolErrorCategory.EXECUTION_FAILED
     )
     assert (await trials.call("t:0", "echo", text="ok")).output == "ok"
     assert os.getpid() == psutil.Process().pid  # the test process (the runner) is alive

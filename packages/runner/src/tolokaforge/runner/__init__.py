@@ -1,9 +1,11 @@
 """Tolokaforge Runner: the RunnerService (trial lifecycle, tool execution, grading) on grpclib.
 
 Start one in this process with :func:`start_runner` (embedded mode, ephemeral loopback port), or as a
-service with the ``tolokaforge-runner`` command.
+service with the ``tolokaforge-runner`` command. :class:`ChildProcess` is the runner's supervised child
+process (its own process group, drained pipes, the whole tree killed on stop), public for the pytest
+plugin's provider checks.
 
-The server is imported on first use, not here: a tool worker imports ``tolokaforge.runner.workers``
+These names are imported on first use, not here: a tool worker imports ``tolokaforge.runner.workers``
 and must not pay for (or expose) the gRPC stack.
 """
 
@@ -15,8 +17,9 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from .server import RunnerHandle, RunnerSettings, start_runner
+    from .tools.child_process import ChildProcess
 
-__all__ = ["RunnerHandle", "RunnerSettings", "__version__", "start_runner"]
+__all__ = ["ChildProcess", "RunnerHandle", "RunnerSettings", "__version__", "start_runner"]
 
 
 def __getattr__(name: str) -> Any:
@@ -24,4 +27,8 @@ def __getattr__(name: str) -> Any:
         from . import server
 
         return getattr(server, name)
+    if name == "ChildProcess":
+        from .tools.child_process import ChildProcess
+
+        return ChildProcess
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

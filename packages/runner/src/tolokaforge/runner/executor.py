@@ -1,7 +1,7 @@
 """Run one tool call: validate, budget, execute off the event loop, commit, classify, record.
 
-A python tool runs in the trial's worker process (workers/isolated.py, the default) or, in trusted
-mode, on one of the runner's threads (workers/trusted.py); either way its changes are committed only
+A python tool runs in the trial's worker process (isolated.py, the default) or, in trusted
+mode, on one of the runner's threads (trusted.py); either way its changes are committed only
 when it finishes inside its budget, as one atomic batch. Every call is banded: the budget is the
 request's, else the tool's declared one, else the trial default, never more than
 :data:`MAX_BUDGET_S` (non-finite values included). A remote tool (MCP server, tool provider) runs in its source's child process under the
@@ -25,17 +25,17 @@ from jsonschema.exceptions import ValidationError
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.transcript.recorded import RecordedToolCall
-from tolokaforge.db.errors import DBServiceError
+from tolokaforge.db import DBServiceError
 
 from .errors import ToolFailure
+from .isolated import IsolatedRunner
 from .process.sandbox import Limits
 from .reactions import KeyedLocks, run_remote
 from .tools import Tool
 from .tools.python_tools import WorkerTool
 from .tools.remote import CallInfo, RemoteTool
 from .trial import TrialContext
-from .workers.isolated import IsolatedRunner
-from .workers.trusted import ThreadRunner
+from .trusted import ThreadRunner
 
 __all__ = ["MAX_BUDGET_S", "CallOutcome", "Isolation", "ToolExecutor"]
 

@@ -20,19 +20,18 @@ from pydantic import ValidationError
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.core.models import TaskDescription, TrialSpec, describe_validation_error
 from tolokaforge.core.protocol import check_engine_protocol_version
-from tolokaforge.db.client import StateClient
-from tolokaforge.db.errors import ConflictError, DBServiceError, NotFoundError
+from tolokaforge.db import ConflictError, DBServiceError, NotFoundError, StateClient
 
 from .code_loader import load_code
 from .errors import DuplicateTrialError, RegistrationError, TrialNotFoundError, VersionSkewError
 from .executor import ToolExecutor
+from .isolated import worker_code
 from .state.mirror import TrialMirror
 from .tools import ToolRegistry, load_python_tool
 from .tools.python_tools import WorkerTool, worker_tool
 from .tools.remote import ToolSourceSession
 from .tools.servers import ServerPlaces, start_tool_servers
 from .trial import TrialContext
-from .workers.isolated import worker_code
 from .workers.worker import WorkerCode
 
 __all__ = ["INITIALIZED_SNAPSHOT", "TrialRegistry"]

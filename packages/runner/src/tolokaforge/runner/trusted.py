@@ -17,11 +17,11 @@ from typing import Any
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
 
-from ..errors import ToolFailure
-from ..state.cow import TableShapeError
-from ..tools import Tool
-from ..trial import TrialContext
-from .threads import DaemonPool
+from .errors import ToolFailure
+from .state.cow import TableShapeError
+from .tools import Tool
+from .trial import TrialContext
+from .workers.threads import DaemonPool
 
 __all__ = ["ThreadRunner", "classify_tool_exception"]
 

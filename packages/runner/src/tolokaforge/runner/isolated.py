@@ -17,12 +17,12 @@ from typing import Any, cast
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
 
-from ..errors import ToolFailure, ToolLoadError
-from ..process.sandbox import Limits
-from ..tools.python_tools import WorkerTool
-from ..trial import TrialContext
-from .slots import TrialWorkers
-from .worker import ToolWorker, WorkerCode, WorkerCrashed, WorkerError, WorkerTimeout
+from .errors import ToolFailure, ToolLoadError
+from .process.sandbox import Limits
+from .tools.python_tools import WorkerTool
+from .trial import TrialContext
+from .workers.slots import TrialWorkers
+from .workers.worker import ToolWorker, WorkerCode, WorkerCrashed, WorkerError, WorkerTimeout
 
 __all__ = ["IsolatedRunner"]
 

@@ -55,4 +55,6 @@ def test_run_finishes_with_a_summary_when_a_tool_kills_its_process(
     summary = yaml.safe_load((output / "summary.yaml").read_text())
     assert summary["trials"] == 3, summary
     assert summary["pass_rate"] == 0.0  # the golden path needs the tool that misbehaves
+    assert "isolation:process" in summary["isolation"]  # the run manifest says what confined the pack
+    assert any(item.startswith("limit:network=") for item in summary["isolation"])
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before

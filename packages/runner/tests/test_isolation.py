@@ -313,3 +313,19 @@ async def test_trusted_mode_survives_base_exceptions(trusted: tuple[RunnerHandle
     )
     assert (await trials.call("t:0", "echo", text="ok")).output == "ok"
     assert os.getpid() == psutil.Process().pid  # the test process (the runner) is alive
+
+
+async def test_health_says_what_holds_before_any_trial(stub: RunnerServiceStub) -> None:
+    adapters = (await stub.health_check(HealthCheckRequest())).available_adapters
+    assert "isolation:process" in adapters
+    network = [a for a in adapters if a.startswith("limit:network=")]
+    assert (
+        len(network) == 1
+        and network[0]
+        in (
+            "limit:network=namespace",
+            "limit:network=user+network namespace",
+        )
+        or network[0].startswith("limit:network=unavailable (")
+    )
+    assert any(a.startswith("limit:address_space=") for a in adapters)

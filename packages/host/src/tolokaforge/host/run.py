@@ -105,6 +105,7 @@ async def run_pack(
             async with asyncio.TaskGroup() as group:
                 for loaded, index in todo:
                     group.create_task(one(loaded, index))
+            summary.isolation = await runner.isolation()
     summary.wall_time_s = time.perf_counter() - started
     summary.ran = len(todo)
     summarise(settings.output, [(loaded.task_id, index) for loaded, index in keys], summary)

@@ -107,6 +107,13 @@ class RunnerClient:
         )
         return response.status
 
+    async def isolation(self) -> list[str]:
+        """How the runner confines pack code: its ``isolation:`` and ``limit:`` adapters (docs/isolation.md)."""
+        response = await self._retrying(
+            "HealthCheck", lambda: self._stub.health_check(HealthCheckRequest(), timeout=self._timeout)
+        )
+        return [a for a in response.available_adapters if a.startswith(("isolation:", "limit:"))]
+
     async def register(self, spec: TrialSpec) -> RegisteredTrial:
         request = register_request(spec)
         response = await self._retrying(

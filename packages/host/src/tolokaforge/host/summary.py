@@ -41,6 +41,8 @@ class RunSummary:
     wall_time_s: float = 0.0
     ran: int = 0
     skipped: int = 0
+    isolation: list[str] = field(default_factory=list[str])
+    """What confines the pack's code on the runner that ran it (HealthCheck: isolation mode, limits)."""
 
     @property
     def pass_rate(self) -> float:
@@ -96,6 +98,7 @@ class RunSummary:
             "cost_usd": self.cost_usd,
             "wall_time_s": round(self.wall_time_s, 3),
             "trials_per_second": round(self.ran / self.wall_time_s, 3) if self.wall_time_s > 0 else None,
+            "isolation": self.isolation,
             "per_trial": [
                 {
                     "task_id": row.task_id,

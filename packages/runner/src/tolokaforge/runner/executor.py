@@ -98,13 +98,13 @@ class ToolExecutor:
         """Stop whatever runs a trial's python tools (CleanupTrial, runner shutdown)."""
         await self.isolated.release(trial)
 
-    def health(self) -> tuple[bool, list[str]]:
+    async def health(self) -> tuple[bool, list[str]]:
         """(healthy, what holds): the isolation mode and, for workers, each limit as the kernel granted it."""
         if self.threads is not None:
             abandoned = self.threads.pool.abandoned
             adapters = ["isolation:thread"] + ([f"abandoned_tool_threads:{abandoned}"] if abandoned else [])
             return abandoned == 0, adapters
-        report = self.isolated.last_report
+        report = await self.isolated.report()
         return True, ["isolation:process"] + [
             f"limit:{name}={value}" for name, value in sorted(report.items())
         ]

@@ -19,6 +19,7 @@ from tolokaforge.contracts.tool import ToolErrorCategory
 
 from .errors import ToolFailure, ToolLoadError
 from .process.sandbox import Limits
+from .process.supervisor import probe_limits
 from .tools.python_tools import WorkerTool
 from .trial import TrialContext
 from .workers.slots import TrialWorkers
@@ -59,6 +60,12 @@ class IsolatedRunner:
                     f"tool {names.get(key, key)!r}: {why}" for key, why in sorted(worker.problems.items())
                 )
             )
+
+    async def report(self) -> dict[str, str]:
+        """What holds for a worker on this machine: the last worker's report, or a probe's."""
+        if not self.last_report:
+            self.last_report = await probe_limits(self.limits)
+        return self.last_report
 
     async def release(self, trial: TrialContext) -> None:
         if trial.workers is not None:

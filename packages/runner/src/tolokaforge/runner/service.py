@@ -175,7 +175,7 @@ class RunnerServicer(RunnerServiceBase):
         except Exception as error:  # any failure to reach the store is "not connected", never a crash
             log.warning("state store health check failed: %s", error)
             connected = False
-        tools_healthy, isolation = self.executor.health()
+        tools_healthy, isolation = await self.executor.health()
         return HealthCheckResponse(
             status="healthy" if connected and tools_healthy else "degraded",
             version=__version__,

@@ -113,8 +113,12 @@ def _unshare_network() -> str:
 
 
 def _launch(argv: list[str]) -> None:
+    if len(argv) == 2 and argv[0] == "--report":
+        # A probe: apply the limits to this process and print what holds.
+        sys.stdout.write(json.dumps(apply(Limits.from_json(argv[1]))) + "\n")
+        return
     if len(argv) < 3 or argv[1] != "--":
-        sys.stderr.write("usage: sandbox.py LIMITS_JSON -- ARGV...\n")
+        sys.stderr.write("usage: sandbox.py LIMITS_JSON -- ARGV... | sandbox.py --report LIMITS_JSON\n")
         raise SystemExit(2)
     apply(Limits.from_json(argv[0]))
     os.execvp(argv[2], argv[2:])

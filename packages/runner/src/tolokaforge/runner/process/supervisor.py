@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -23,7 +24,7 @@ import psutil
 from . import sandbox
 from .sandbox import Limits
 
-__all__ = ["Supervised", "kill_all_supervised", "launcher_argv"]
+__all__ = ["Supervised", "kill_all_supervised", "launcher_argv", "probe_limits"]
 
 _live: set[Supervised] = set()
 _atexit_registered = False
@@ -34,6 +35,24 @@ Redirect = int | IO[Any] | None
 def launcher_argv(limits: Limits, argv: Sequence[str]) -> list[str]:
     """``argv`` run under ``limits``: the sandbox launcher applies them, then execs ``argv``."""
     return [sys.executable, "-I", sandbox.__file__, limits.to_json(), "--", *argv]
+
+
+async def probe_limits(limits: Limits) -> dict[str, str]:
+    """What ``limits`` come to on this machine, asked of a throwaway child (sandbox.py --report)."""
+    child = await Supervised.spawn(
+        [sys.executable, "-I", sandbox.__file__, "--report", limits.to_json()],
+        cwd=Path(sandbox.__file__).parent,
+        env=sandbox.scrubbed_env({}, home="/nonexistent"),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, _ = await asyncio.wait_for(child.process.communicate(), 30)
+        report: dict[str, str] = json.loads(out)
+        return report
+    except (TimeoutError, ValueError) as error:
+        return {"probe": f"failed ({type(error).__name__}: {error})"}
+    finally:
+        await child.stop()
 
 
 class Supervised:

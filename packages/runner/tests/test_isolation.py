@@ -128,6 +128,8 @@ def _worker_pids(runner: RunnerHandle, trial_id: str) -> list[int]:
         ("exit", ToolErrorCategory.EXECUTION_FAILED),
         ("keyboard_interrupt", ToolErrorCategory.EXECUTION_FAILED),
         ("base_exception", ToolErrorCategory.EXECUTION_FAILED),
+        ("memory", ToolErrorCategory.EXECUTION_FAILED),  # MemoryError under RLIMIT_AS
+        ("open_files", ToolErrorCategory.EXECUTION_FAILED),  # EMFILE under RLIMIT_NOFILE
         ("hard_exit", ToolErrorCategory.PROCESS_CRASHED),
         ("segfault", ToolErrorCategory.PROCESS_CRASHED),
         ("sigkill_self", ToolErrorCategory.PROCESS_CRASHED),
@@ -320,12 +322,12 @@ async def test_health_says_what_holds_before_any_trial(stub: RunnerServiceStub) 
     assert "isolation:process" in adapters
     network = [a for a in adapters if a.startswith("limit:network=")]
     assert (
-        len(network) == 1
+        (len(network) == 1
         and network[0]
         in (
             "limit:network=namespace",
             "limit:network=user+network namespace",
-        )
+        ))
         or network[0].startswith("limit:network=unavailable (")
     )
     assert any(a.startswith("limit:address_space=") for a in adapters)

@@ -103,13 +103,14 @@ async def _run_suite(
     path = (code_root / config.file).resolve()
     if not path.is_relative_to(code_root.resolve()) or not path.is_file():
         raise _SuiteError(f"{config.file!r} is not a file inside the task's code")
+    env = scrubbed_env({}, home=str(code_root))
     child = await Supervised.spawn(
-        launcher_argv(limits, [sys.executable, "-I", "-c", _HARNESS]),
+        launcher_argv(limits, [sys.executable, "-I", "-c", _HARNESS], env),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         cwd=code_root,
-        env=scrubbed_env({}, home=str(code_root)),
+        env=env,
     )
     process = child.process
     payload = json.dumps({"file": str(path), "state": state, "transcript": transcript}, default=str).encode()

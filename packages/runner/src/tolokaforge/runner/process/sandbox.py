@@ -16,6 +16,7 @@ import ctypes
 import json
 import os
 import resource
+import signal
 import sys
 from dataclasses import asdict, dataclass
 
@@ -23,6 +24,7 @@ __all__ = ["LIMIT_NAMES", "Limits", "apply", "scrubbed_env"]
 
 _CLONE_NEWNET = 0x40000000
 _CLONE_NEWUSER = 0x10000000
+_PR_SET_PDEATHSIG = 1
 
 LIMIT_NAMES = ("address_space", "cpu_time", "open_files", "processes", "file_size", "network")
 
@@ -75,7 +77,20 @@ def apply(limits: Limits) -> dict[str, str]:
     if os.geteuid() == 0:
         report["processes"] = "not enforced (the kernel exempts root from RLIMIT_NPROC)"
     report["network"] = "allowed" if limits.network else _unshare_network()
+    _die_with_parent()
     return report
+
+
+def _die_with_parent() -> None:
+    """Ask the kernel for SIGKILL when the runner dies, even by SIGKILL (Linux ``PR_SET_PDEATHSIG``)."""
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return  # not Linux: the runner's group kill and its shutdown remain
+    if os.getppid() != parent:  # the runner died before the request took effect
+        os._exit(1)
 
 
 def _set_limit(which: int, value: int) -> str:
@@ -121,7 +136,11 @@ def _launch(argv: list[str]) -> None:
         sys.stderr.write("usage: sandbox.py LIMITS_JSON -- ARGV... | sandbox.py --report LIMITS_JSON\n")
         raise SystemExit(2)
     apply(Limits.from_json(argv[0]))
-    os.execvp(argv[2], argv[2:])
+    try:
+        os.execv(argv[2], argv[2:])
+    except OSError as error:
+        sys.stderr.write(f"sandbox: cannot run {argv[2]!r}: {error.strerror}\n")
+        raise SystemExit(127) from None
 
 
 if __name__ == "__main__":

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import errno
 import json
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Mapping, Sequence
@@ -32,9 +34,21 @@ _atexit_registered = False
 Redirect = int | IO[Any] | None
 
 
-def launcher_argv(limits: Limits, argv: Sequence[str]) -> list[str]:
-    """``argv`` run under ``limits``: the sandbox launcher applies them, then execs ``argv``."""
-    return [sys.executable, "-I", sandbox.__file__, limits.to_json(), "--", *argv]
+def launcher_argv(limits: Limits, argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """``argv`` run under ``limits``: the sandbox launcher applies them, then execs ``argv``.
+
+    The program is resolved here, on the child's ``PATH``, so a missing one is a FileNotFoundError
+    for the caller to report -- as if it had been started directly.
+    """
+    program = argv[0]
+    if os.sep not in program:
+        found = shutil.which(program, path=env.get("PATH", ""))
+        if found is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+        program = found
+    elif not os.access(program, os.X_OK):
+        raise FileNotFoundError(errno.ENOENT, "not an executable file", program)
+    return [sys.executable, "-I", sandbox.__file__, limits.to_json(), "--", program, *argv[1:]]
 
 
 async def probe_limits(limits: Limits) -> dict[str, str]:

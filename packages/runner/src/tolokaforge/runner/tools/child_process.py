@@ -41,7 +41,7 @@ class ChildProcess:
         cls, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], limits: Limits | None = None
     ) -> ChildProcess:
         supervised = await Supervised.spawn(
-            launcher_argv(limits or Limits(network=True), argv),
+            launcher_argv(limits or Limits(network=True), argv, env),
             cwd=cwd,
             env=env,
             stdin=asyncio.subprocess.DEVNULL,

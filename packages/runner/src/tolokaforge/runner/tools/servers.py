@@ -102,10 +102,11 @@ async def _make_source(server: ToolServer, places: ServerPlaces) -> ToolSourceSe
     }
     places.log_dir.mkdir(parents=True, exist_ok=True)
     log_path = places.log_dir / f"{safe_id}.{server.name}.log"
-    return McpSource(
-        server.name,
-        launcher_argv(places.limits, argv),
-        cwd=cwd,
-        env=scrubbed_env(env, home=str(places.workspace)),
-        log_path=log_path,
-    )
+    scrubbed = scrubbed_env(env, home=str(places.workspace))
+    try:
+        launched = launcher_argv(places.limits, argv, scrubbed)
+    except FileNotFoundError as error:
+        raise ToolLoadError(
+            f"tool server {server.name!r}: cannot start {argv[0]!r}: {error.strerror}"
+        ) from error
+    return McpSource(server.name, launched, cwd=cwd, env=scrubbed, log_path=log_path)

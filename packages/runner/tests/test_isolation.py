@@ -179,6 +179,22 @@ async def test_a_call_past_its_budget_kills_its_worker_and_changes_nothing(
     assert _worker_pids(runner, "slow:0") != [pid]  # a fresh worker, rebuilt from the store
 
 
+async def test_a_cancelled_call_never_answers_the_next_one(trials: Trials) -> None:
+    await trials.register("cancel:0")
+    request = ExecuteToolRequest(
+        trial_id="cancel:0",
+        tool_name="misbehave",
+        arguments_json=json.dumps({"how": "nap"}),
+        executor="agent",
+        call_id="napping",
+    )
+    with pytest.raises(asyncio.TimeoutError):
+        await trials.stub.execute_tool(request, timeout=0.2)  # the client gives up mid-call
+    await asyncio.sleep(0.6)  # the tool has answered by now, to a call nobody waits for
+    assert (await trials.call("cancel:0", "echo", text="fresh")).output == "fresh"
+    assert await trials.notes("cancel:0") == []
+
+
 async def test_children_a_tool_forks_die_with_its_trial(trials: Trials, stub: RunnerServiceStub) -> None:
     await trials.register("fork:0")
     response = await trials.call("fork:0", "fork_linger")
@@ -322,12 +338,11 @@ async def test_health_says_what_holds_before_any_trial(stub: RunnerServiceStub) 
     assert "isolation:process" in adapters
     network = [a for a in adapters if a.startswith("limit:network=")]
     assert (
-        (len(network) == 1
+        len(network) == 1
         and network[0]
         in (
             "limit:network=namespace",
             "limit:network=user+network namespace",
-        ))
-        or network[0].startswith("limit:network=unavailable (")
-    )
+        )
+    ) or network[0].startswith("limit:network=unavailable (")
     assert any(a.startswith("limit:address_space=") for a in adapters)

@@ -64,6 +64,7 @@ class ToolWorker:
         self.limits: dict[str, str] = {}
         self.problems: dict[str, str] = {}
         self.busy = False
+        self._dead = False
         self._stdin = cast(asyncio.StreamWriter, child.process.stdin)
         self._stdout = cast(asyncio.StreamReader, child.process.stdout)
         self._exit_watch = asyncio.create_task(self._watch_exit())
@@ -108,7 +109,7 @@ class ToolWorker:
 
     @property
     def alive(self) -> bool:
-        return not self.child.exited
+        return not self._dead and not self.child.exited
 
     async def call(self, key: str, arguments: Mapping[str, Any], budget: float) -> dict[str, Any]:
         """The worker's reply to one call; raises WorkerTimeout / WorkerCrashed (the worker is then dead)."""
@@ -119,6 +120,7 @@ class ToolWorker:
             self.busy = False
 
     async def kill(self) -> None:
+        self._dead = True
         self.child.kill()
         with contextlib.suppress(ProcessLookupError):
             await self.child.reap()
@@ -142,6 +144,12 @@ class ToolWorker:
         except FrameError as error:
             await self.kill()
             raise WorkerCrashed(f"the tool's worker sent a malformed reply ({error})", None) from error
+        except asyncio.CancelledError:
+            # The RPC was cancelled mid-call: the worker's late answer would be read as the next
+            # call's, so it goes now (reaped by the exit watch).
+            self._dead = True
+            self.child.kill()
+            raise
         if not isinstance(reply, dict) or not isinstance(cast(dict[str, Any], reply).get("ok"), bool):
             await self.kill()
             raise WorkerCrashed("the tool's worker sent a reply of the wrong shape", None)
@@ -149,7 +157,7 @@ class ToolWorker:
 
     async def _watch_exit(self) -> None:
         # A child the tool forked may hold the pipe open after the worker died: do not wait for EOF.
-        await self.child.process.wait()
+        await self.child.reap()
         await asyncio.sleep(_EXIT_GRACE_S)
         self._stdout.feed_eof()
 

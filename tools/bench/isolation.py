@@ -5,10 +5,14 @@
 For 1 trial (sequential calls) and 64 trials (one call loop each, concurrently), with a 100-record
 and a 100k-record state (8 trials at 100k), it prints the per-call cost of ExecuteTool for a
 trivial tool (``ping``) and for one that reads and writes a record (``touch``), under
-``--isolation process`` and ``--isolation thread`` side by side, with their ratio; rounds alternate
-the two modes and the medians are printed. Beside them, the floor: the same RPC answered by a bare
+``--isolation process`` and ``--isolation thread`` side by side, with their ratio. Each case runs in
+a fresh interpreter holding one runner of each mode, measured in ten alternating blocks, so that
+both see the same machine load; the medians over blocks and rounds are printed. Beside them, the floor: the same RPC answered by a bare
 grpclib servicer (runner_calls.py's echo). Then the RSS of an idle trial: its worker's RSS (and
 its unique set size, what it costs beyond shared pages), and the runner's own growth per trial.
+
+The machine's 1-minute load average is printed beside each row: the isolated path needs two
+processes scheduled per call, so on a loaded machine its latency grows faster than the trusted path's.
 
 The goal (issue #14): isolated <= 1.5x trusted for the trivial tool, flat in state size, at 1 and
 64 trials.
@@ -20,6 +24,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -51,25 +56,36 @@ from tolokaforge.runner import RunnerSettings, start_runner
 from tolokaforge.runner.executor import Isolation
 
 Row = tuple[float, float, float]
+MODES = ("process", "thread")
 
 
-async def _case(isolation: str, trials: int, calls: int, records: int, tool: str, code: Path) -> Row:
-    handle = await start_runner(RunnerSettings(isolation=cast(Isolation, isolation)))
-    channel = Channel(handle.host, handle.port)
-    stub = RunnerServiceStub(channel)
+async def _case(trials: int, calls: int, records: int, tool: str, code: Path) -> dict[str, Row]:
+    """Both modes in one process, measured in alternating blocks, so both see the same machine load."""
+    handles = {mode: await start_runner(RunnerSettings(isolation=mode)) for mode in MODES}
+    channels = {mode: Channel(handle.host, handle.port) for mode, handle in handles.items()}
+    stubs = {mode: RunnerServiceStub(channel) for mode, channel in channels.items()}
     try:
-        await asyncio.gather(*(_register(stub, t, code, records) for t in range(trials)))
+        for stub in stubs.values():
+            await asyncio.gather(*(_register(stub, t, code, records) for t in range(trials)))
+        rows: dict[str, list[Row]] = {mode: [] for mode in MODES}
+        blocks = 10
+        for block in range(blocks + 1):
+            for mode, stub in stubs.items():
 
-        async def call(trial: int, n: int) -> None:
-            arguments = {"text": "hello"} if tool == "ping" else {"index": n % max(records, 1)}
-            result = await stub.execute_tool(_request(f"t:{trial}", tool, arguments, n))
-            assert result.status == ExecutionStatus.SUCCESS, result.error_message
+                async def call(trial: int, n: int, stub: RunnerServiceStub = stub) -> None:
+                    arguments = {"text": "hello"} if tool == "ping" else {"index": n % max(records, 1)}
+                    result = await stub.execute_tool(_request(f"t:{trial}", tool, arguments, n))
+                    assert result.status == ExecutionStatus.SUCCESS, result.error_message
 
-        await _measure(trials, min(calls, 200), call)  # warm-up
-        return await _measure(trials, calls, call)
+                row = await _measure(trials, max(calls // blocks, trials), call)
+                if block:  # block 0 warms both up
+                    rows[mode].append(row)
+        return {mode: _median(mode_rows) for mode, mode_rows in rows.items()}
     finally:
-        channel.close()
-        await handle.close()
+        for channel in channels.values():
+            channel.close()
+        for handle in handles.values():
+            await handle.close()
 
 
 async def _register(stub: RunnerServiceStub, trial: int, code: Path, records: int) -> None:
@@ -111,13 +127,13 @@ def _fmt(row: Row) -> str:
     return f"{row[0]:8.0f}/s p50 {row[1]:6.3f} ms p99 {row[2]:6.3f} ms"
 
 
-def _in_fresh_process(*case: str) -> Row:
+def _in_fresh_process(*case: str) -> dict[str, Row]:
     """One case in a fresh interpreter, so no case inherits another's heap, threads or children."""
     out = subprocess.run(
         [sys.executable, __file__, "--case", *case], check=True, capture_output=True, text=True
     ).stdout
-    row = json.loads(out.strip().splitlines()[-1])
-    return row[0], row[1], row[2]
+    rows = json.loads(out.strip().splitlines()[-1])
+    return {mode: (row[0], row[1], row[2]) for mode, row in rows.items()}
 
 
 async def _spinning_neighbour(isolation: str, calls: int, code: Path) -> tuple[float, float]:
@@ -173,15 +189,16 @@ def main(calls: int, rounds: int) -> None:
         print(f"{'case':34} {'isolated (process)':40} {'trusted (thread)':40} ratio p50")
         for trials, records in ((1, 100), (1, 100_000), (64, 100), (8, 100_000)):
             for tool in ("ping", "touch"):
-                isolated: list[Row] = []
-                trusted: list[Row] = []
-                for _ in range(rounds):
-                    case = (str(trials), str(calls), str(records), tool, str(code))
-                    isolated.append(_in_fresh_process("process", *case))
-                    trusted.append(_in_fresh_process("thread", *case))
-                iso, thr = _median(isolated), _median(trusted)
+                case = (str(trials), str(calls), str(records), tool, str(code))
+                rows = [_in_fresh_process(*case) for _ in range(rounds)]
+                iso = _median([r["process"] for r in rows])
+                thr = _median([r["thread"] for r in rows])
                 label = f"{tool} {trials:>2} trial(s) x {records:>6} records"
-                print(f"{label:34} {_fmt(iso):40} {_fmt(thr):40} {iso[1] / thr[1]:5.2f}x", flush=True)
+                load = os.getloadavg()[0]
+                print(
+                    f"{label:34} {_fmt(iso):40} {_fmt(thr):40} {iso[1] / thr[1]:5.2f}x  (load {load:.1f})",
+                    flush=True,
+                )
             floor = asyncio.run(_echo_floor(trials, calls))
             print(f"{'  floor: bare grpclib echo':34} {_fmt(floor)}", flush=True)
         for isolation in ("process", "thread"):
@@ -214,11 +231,10 @@ if __name__ == "__main__":
     )
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--case", nargs=6, help=argparse.SUPPRESS)
+    parser.add_argument("--case", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:
-        isolation, trials, calls, records, tool, code = args.case
-        row = asyncio.run(_case(isolation, int(trials), int(calls), int(records), tool, Path(code)))
-        print(json.dumps(row))
+        trials, calls, records, tool, code = args.case
+        print(json.dumps(asyncio.run(_case(int(trials), int(calls), int(records), tool, Path(code)))))
     else:
         main(args.calls, args.rounds)

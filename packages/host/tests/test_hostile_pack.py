@@ -55,6 +55,7 @@ def test_run_finishes_with_a_summary_when_a_tool_kills_its_process(
     summary = yaml.safe_load((output / "summary.yaml").read_text())
     assert summary["trials"] == 3, summary
     assert summary["pass_rate"] == 0.0  # the golden path needs the tool that misbehaves
-    assert "isolation:process" in summary["isolation"]  # the run manifest says what confined the pack
-    assert any(item.startswith("limit:network=") for item in summary["isolation"])
+    adapters = yaml.safe_load((output / "run.yaml").read_text())["runner"]["tool_adapters"]
+    assert "isolation:process" in adapters  # the run manifest says what confined the pack's code
+    assert any(item.startswith("limit:network=") for item in adapters)
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before

@@ -22,7 +22,7 @@ from .test_isolation import hostile_spec
 
 
 async def _start(tmp: Path, isolation: str) -> tuple[asyncio.subprocess.Process, str]:
-    env = {**os.environ, "TMPDIR": str(tmp), "TOLOKAFORGE_ISOLATION": isolation}
+    env = {**os.environ, "TMPDIR": str(tmp), "TOLOKAFORGE_RUNNER_ISOLATION": isolation}
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import grpclib.exceptions
 from grpclib.client import Channel
@@ -32,10 +31,13 @@ from tolokaforge.contracts.runner import (
     GradeTrialRequest,
     GradeTrialResponse,
     HealthCheckRequest,
+    HealthCheckResponse,
+    RegistrationErrorKind,
     RunnerServiceStub,
     ToolSchema,
 )
 from tolokaforge.core.models import TrialSpec
+from tolokaforge.core.retry import Backoff, RetryPolicy, retry_async
 
 from .errors import ConfigError, RegistrationFailedError, RunnerUnavailableError, TrialLostError
 from .trial_spec import register_request
@@ -44,6 +46,7 @@ __all__ = ["RegisteredTrial", "RunnerClient", "open_runner", "parse_address"]
 
 _T = TypeVar("_T")
 _TRANSIENT_STATUSES = (Status.UNAVAILABLE, Status.UNKNOWN, Status.CANCELLED)
+_BACKOFF = Backoff(initial_s=0.05, max_s=2.0)
 
 
 @dataclass(frozen=True)
@@ -84,49 +87,50 @@ class RunnerClient:
     def close(self) -> None:
         self._channel.close()
 
-    async def _retrying(self, what: str, call: Callable[[], Awaitable[_T]]) -> _T:
-        deadline = time.monotonic() + self._budget
-        delay = 0.05
-        while True:
-            try:
-                return await call()
-            except Exception as error:
-                if not _is_transport_error(error):
-                    raise
-                if time.monotonic() + delay > deadline:
-                    raise RunnerUnavailableError(
-                        f"runner at {self.address} unreachable for {what} after {self._budget:.0f}s: "
-                        f"{type(error).__name__}: {error}"
-                    ) from error
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 2.0)
+    async def _retrying(
+        self, what: str, call: Callable[[], Awaitable[_T]], budget_s: float | None = None
+    ) -> _T:
+        budget = self._budget if budget_s is None else budget_s
+        policy = RetryPolicy(retry_if=_is_transport_error, backoff=_BACKOFF, deadline_s=budget)
+        try:
+            return await retry_async(call, policy)
+        except Exception as error:
+            if not _is_transport_error(error):
+                raise
+            raise RunnerUnavailableError(
+                f"runner at {self.address} unreachable for {what} after {budget:g}s: "
+                f"{type(error).__name__}: {error}"
+            ) from error
 
     async def health(self) -> str:
-        response = await self._retrying(
-            "HealthCheck", lambda: self._stub.health_check(HealthCheckRequest(), timeout=self._timeout)
-        )
-        return response.status
+        return (await self.health_check()).status
 
-    async def isolation(self) -> list[str]:
-        """How the runner confines pack code: its ``isolation:`` and ``limit:`` adapters (docs/isolation.md)."""
-        response = await self._retrying(
-            "HealthCheck", lambda: self._stub.health_check(HealthCheckRequest(), timeout=self._timeout)
+    async def health_check(self, *, budget_s: float | None = None) -> HealthCheckResponse:
+        """HealthCheck, retried across transport failures for ``budget_s`` (default: the transport budget)."""
+        timeout = self._timeout if budget_s is None else budget_s
+        return await self._retrying(
+            "HealthCheck",
+            lambda: self._stub.health_check(HealthCheckRequest(), timeout=timeout),
+            budget_s,
         )
-        return [a for a in response.available_adapters if a.startswith(("isolation:", "limit:"))]
 
     async def register(self, spec: TrialSpec) -> RegisteredTrial:
         request = register_request(spec)
         response = await self._retrying(
             "RegisterTrial", lambda: self._stub.register_trial(request, timeout=self._timeout)
         )
-        if not response.success and "already registered" in response.error:
+        if not response.success and response.error_kind == RegistrationErrorKind.DUPLICATE_TRIAL:
             # A registration whose answer was lost in transit: forget it and register afresh.
             await self.cleanup(spec.trial_id)
             response = await self._retrying(
                 "RegisterTrial", lambda: self._stub.register_trial(request, timeout=self._timeout)
             )
         if not response.success:
-            raise RegistrationFailedError(f"RegisterTrial {spec.trial_id}: {response.error}")
+            raise RegistrationFailedError(
+                f"RegisterTrial {spec.trial_id}: {response.error}",
+                kind=response.error_kind.name or "UNSPECIFIED",
+                retryable=response.retryable,
+            )
         schemas = tuple(response.tool_schemas)
         split = response.num_agent_tools
         return RegisteredTrial(spec.trial_id, schemas[:split], schemas[split:])
@@ -175,9 +179,12 @@ class RunnerClient:
 
 @contextlib.asynccontextmanager
 async def open_runner(
-    address: str | None, *, transport_budget_s: float = 30.0
+    address: str | None,
+    *,
+    transport_budget_s: float = 30.0,
+    isolation: Literal["process", "thread"] = "process",
 ) -> AsyncGenerator[RunnerClient]:
-    """A client of the runner at ``address``, or of an embedded runner started for the duration."""
+    """A client of the runner at ``address``, or of an embedded runner (run with ``isolation``) started for the duration."""
     if address is not None:
         host, port = parse_address(address)
         client = RunnerClient(host, port, transport_budget_s=transport_budget_s)
@@ -188,7 +195,7 @@ async def open_runner(
         return
     from tolokaforge.runner import RunnerSettings, start_runner
 
-    handle = await start_runner(RunnerSettings())
+    handle = await start_runner(RunnerSettings(isolation=isolation))
     client = RunnerClient(handle.host, handle.port, transport_budget_s=transport_budget_s)
     try:
         yield client

@@ -6,7 +6,6 @@ plugin use it, and so does the ``tolokaforge-runner`` command.
 
 from __future__ import annotations
 
-import os
 import socket
 import tempfile
 from dataclasses import dataclass, field
@@ -23,19 +22,7 @@ from .registry import TrialRegistry
 from .service import RunnerServicer
 from .state_endpoint import StateEndpoint
 
-__all__ = ["ISOLATION_MODES", "RunnerHandle", "RunnerSettings", "isolation_from_env", "start_runner"]
-
-ISOLATION_MODES: tuple[Isolation, ...] = ("process", "thread")
-ISOLATION_ENV = "TOLOKAFORGE_ISOLATION"
-
-
-def isolation_from_env() -> Isolation:
-    """``TOLOKAFORGE_ISOLATION`` (``process`` when unset); any other value is a ValueError naming it."""
-    value = os.environ.get(ISOLATION_ENV, "process").strip() or "process"
-    for mode in ISOLATION_MODES:
-        if value == mode:
-            return mode
-    raise ValueError(f"{ISOLATION_ENV}={value!r}: expected one of {', '.join(ISOLATION_MODES)}")
+__all__ = ["RunnerHandle", "RunnerSettings", "start_runner"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +35,7 @@ class RunnerSettings:
     default_tool_timeout_s: float = 30.0
     max_tool_threads: int = 64
     work_dir: Path | None = None
-    isolation: Isolation = field(default_factory=isolation_from_env)
+    isolation: Isolation = "process"
     """``process``: python tools run in supervised worker processes (the default); ``thread``: trusted
     mode, in this process (for people running their own code)."""
     limits: Limits = field(default_factory=Limits)

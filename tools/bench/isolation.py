@@ -10,6 +10,8 @@ a fresh interpreter holding one runner of each mode, measured in ten alternating
 both see the same machine load; the medians over blocks and rounds are printed. Beside them, the floor: the same RPC answered by a bare
 grpclib servicer (runner_calls.py's echo). Then the RSS of an idle trial: its worker's RSS (and
 its unique set size, what it costs beyond shared pages), and the runner's own growth per trial.
+Also the cost of ``ToolExecutor.call`` alone (no gRPC), both modes alternating call by call: the
+isolation overhead without the RPC around it.
 
 The machine's 1-minute load average is printed beside each row: the isolated path needs two
 processes scheduled per call, so on a loaded machine its latency grows faster than the trusted path's.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -29,11 +32,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
-from typing import cast
+from typing import Any, Literal
 
 import psutil
 from grpclib.client import Channel
+from grpclib.exceptions import StreamTerminatedError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from runner_calls import (  # pyright: ignore[reportPrivateUsage]
@@ -53,10 +58,9 @@ from tolokaforge.contracts.runner import (
 )
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.runner import RunnerSettings, start_runner
-from tolokaforge.runner.executor import Isolation
 
 Row = tuple[float, float, float]
-MODES = ("process", "thread")
+MODES: tuple[Literal["process", "thread"], ...] = ("process", "thread")
 
 
 async def _case(trials: int, calls: int, records: int, tool: str, code: Path) -> dict[str, Row]:
@@ -85,6 +89,40 @@ async def _case(trials: int, calls: int, records: int, tool: str, code: Path) ->
         for channel in channels.values():
             channel.close()
         for handle in handles.values():
+            await handle.close()
+
+
+async def _executor_case(records: int, calls: int, code: Path) -> dict[str, float]:
+    """Per-call microseconds of ToolExecutor.call alone (no gRPC), both modes alternating per call."""
+    runners = {mode: await start_runner(RunnerSettings(isolation=mode)) for mode in MODES}
+    try:
+        trials: dict[str, Any] = {}
+        for mode, handle in runners.items():
+            registry = handle.servicer.registry
+            await registry.register(
+                "t:0",
+                _spec("t:0", code, records),
+                engine_protocol_version=ENGINE_PROTOCOL_VERSION,
+                default_tool_timeout_s=0.0,
+            )
+            trials[mode] = registry.get("t:0")
+        spent: dict[str, list[float]] = {mode: [] for mode in MODES}
+        for n in range(calls + 200):
+            for mode, handle in runners.items():
+                started = time.perf_counter()
+                outcome = await handle.servicer.executor.call(
+                    trials[mode],
+                    call_id=f"c{n}",
+                    tool_name="ping",
+                    arguments_json='{"text": "x"}',
+                    executor="agent",
+                )
+                if n >= 200:  # the first 200 warm up
+                    spent[mode].append(time.perf_counter() - started)
+                assert outcome.status == ExecutionStatus.SUCCESS
+        return {mode: statistics.median(values) * 1e6 for mode, values in spent.items()}
+    finally:
+        for handle in runners.values():
             await handle.close()
 
 
@@ -143,7 +181,9 @@ async def _spinning_neighbour(isolation: str, calls: int, code: Path) -> tuple[f
     )
     (code / "tools.py").write_text(TOOLS + "\n" + spin)
     handle = await start_runner(
-        RunnerSettings(isolation=cast(Isolation, isolation), default_tool_timeout_s=30.0)
+        RunnerSettings(
+            isolation="thread" if isolation == "thread" else "process", default_tool_timeout_s=30.0
+        )
     )
     channel = Channel(handle.host, handle.port)
     stub = RunnerServiceStub(channel)
@@ -175,6 +215,8 @@ async def _spinning_neighbour(isolation: str, calls: int, code: Path) -> tuple[f
         await asyncio.sleep(0.2)
         beside = (await _measure(1, calls, call))[1]
         spinning.cancel()
+        with contextlib.suppress(asyncio.CancelledError, StreamTerminatedError):
+            await spinning
         return alone, beside
     finally:
         channel.close()
@@ -201,6 +243,14 @@ def main(calls: int, rounds: int) -> None:
                 )
             floor = asyncio.run(_echo_floor(trials, calls))
             print(f"{'  floor: bare grpclib echo':34} {_fmt(floor)}", flush=True)
+        for records in (100, 100_000):
+            micro = asyncio.run(_executor_case(records, min(calls, 2000), code))
+            print(
+                f"ToolExecutor.call alone (no gRPC), ping, 1 trial x {records:>6} records: "
+                f"process {micro['process']:6.1f} us, thread {micro['thread']:6.1f} us "
+                f"({micro['process'] / micro['thread']:4.2f}x)  (load {os.getloadavg()[0]:.1f})",
+                flush=True,
+            )
         for isolation in ("process", "thread"):
             alone, beside = asyncio.run(_spinning_neighbour(isolation, min(calls, 500), code))
             print(

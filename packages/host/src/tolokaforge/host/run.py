@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Literal, Protocol, cast
 
 from .agents.base import AgentFactory
 from .conductor import TrialOutcome, TrialSettings, run_trial
@@ -40,6 +40,8 @@ class RunSettings:
     concurrency: int = 4
     runner: str | None = None
     """``host:port`` of a running runner; None starts the embedded one."""
+    isolation: Literal["process", "thread"] = "process"
+    """How the embedded runner runs python tools (docs/isolation.md); a remote runner decides for itself."""
     resume: bool = False
     task_ids: tuple[str, ...] = ()
     max_attempts: int = 3
@@ -188,11 +190,14 @@ async def run_pack(
             trial_settings=trial_settings,
             transport_budget_s=settings.transport_budget_s,
             preflight_budget_s=settings.preflight_budget_s,
+            isolation=settings.isolation,
         ) as pool:
             begin(pool.facts)
             await pool.run(todo, finish, crash)
     elif todo:
-        async with open_runner(settings.runner, transport_budget_s=settings.transport_budget_s) as runner:
+        async with open_runner(
+            settings.runner, transport_budget_s=settings.transport_budget_s, isolation=settings.isolation
+        ) as runner:
             begin(await _runner_facts(runner, settings))  # unreachable: raised here, in seconds
             gate = asyncio.Semaphore(settings.concurrency)
 

@@ -29,7 +29,7 @@ from ..packs.loader import LoadedTask
 from ..trial_spec import trial_id
 from .cluster import RayActorError, RayTaskError, WorkerCrashedError, connected, ray, worker_count
 from .settings import CREDENTIAL_VARIABLES, RaySettings
-from .worker import TrialWorker
+from .worker import Isolation, TrialWorker
 
 __all__ = ["STARTUP_BUDGET_S", "RayPool", "ray_pool"]
 
@@ -69,8 +69,10 @@ class RayPool:
         concurrency: int,
         trial_settings: TrialSettings,
         transport_budget_s: float,
+        isolation: Isolation = "process",
     ) -> None:
         self.settings = settings
+        self.isolation: Isolation = isolation
         self.concurrency = concurrency
         self.trial_settings = trial_settings
         self.transport_budget_s = transport_budget_s
@@ -86,7 +88,9 @@ class RayPool:
         }
         if credentials:  # the key travels in the runtime environment only, never as an argument
             options["runtime_env"] = {"env_vars": credentials}
-        return _TrialActor.options(**options).remote(self.settings.recipe, self.transport_budget_s)
+        return _TrialActor.options(**options).remote(
+            self.settings.recipe, self.transport_budget_s, self.isolation
+        )
 
     async def start(self, connection: str, preflight_budget_s: float) -> None:
         workers = worker_count(self.settings)
@@ -112,7 +116,8 @@ class RayPool:
             "concurrency_per_worker": self.concurrency,
             "version": first["version"],
             "status": first["status"],
-            "isolation": "one embedded runner per Ray worker process, state in its memory",
+            "isolation": "one embedded runner per Ray worker process, state in its memory; "
+            f"python tools: {self.isolation}",
             "db_service_connected": first["db_service_connected"],
             "tool_adapters": first["tool_adapters"],
         }
@@ -210,10 +215,11 @@ async def ray_pool(
     trial_settings: TrialSettings,
     transport_budget_s: float,
     preflight_budget_s: float,
+    isolation: Isolation = "process",
 ) -> AsyncGenerator[RayPool]:
     """Connected, workers started and health-checked; every worker killed on the way out."""
     with connected(settings.address) as connection:
-        pool = RayPool(settings, concurrency, trial_settings, transport_budget_s)
+        pool = RayPool(settings, concurrency, trial_settings, transport_budget_s, isolation)
         try:
             await pool.start(connection, preflight_budget_s)
             yield pool

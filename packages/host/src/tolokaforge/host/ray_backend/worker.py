@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import os
 import socket
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 
@@ -22,15 +22,18 @@ from ..packs.loader import LoadedTask
 from ..runner_client import RunnerClient, open_runner
 from ..users.router import UserRouter
 
-__all__ = ["TrialWorker"]
+__all__ = ["Isolation", "TrialWorker"]
+
+Isolation = Literal["process", "thread"]
 
 
 class TrialWorker:
     """Ray makes this an actor (driver.py); its methods are called through Ray, never directly."""
 
-    def __init__(self, recipe: AgentRecipe, transport_budget_s: float) -> None:
+    def __init__(self, recipe: AgentRecipe, transport_budget_s: float, isolation: Isolation) -> None:
         self._recipe = recipe
         self._transport_budget_s = transport_budget_s
+        self._isolation: Isolation = isolation
         self._stack = contextlib.AsyncExitStack()
         self._ready: tuple[RunnerClient, AgentFactory, UserRouter] | None = None
         self._lock: asyncio.Lock | None = None
@@ -41,7 +44,7 @@ class TrialWorker:
         async with self._lock:
             if self._ready is None:
                 runner = await self._stack.enter_async_context(
-                    open_runner(None, transport_budget_s=self._transport_budget_s)
+                    open_runner(None, transport_budget_s=self._transport_budget_s, isolation=self._isolation)
                 )
                 session = await self._stack.enter_async_context(aiohttp.ClientSession())
                 agents, users = self._recipe.build(session)

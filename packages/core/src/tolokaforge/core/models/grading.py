@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from ._base import SpecModel
+from .judge import LLMJudgeConfig
 
 __all__ = [
     "COMPONENT_NAMES",
@@ -172,7 +173,7 @@ class GradingConfig(SpecModel):
     pass_threshold: float = Field(ge=0.0, le=1.0)
     state_checks: StateChecksConfig | None = None
     transcript_rules: TranscriptRulesConfig | None = None
-    llm_judge: dict[str, Any] | None = None
+    llm_judge: LLMJudgeConfig | None = None
     custom_checks: CustomChecksConfig | None = None
     trace_checks: dict[str, Any] | None = None
 

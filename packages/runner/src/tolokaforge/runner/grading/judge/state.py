@@ -1,0 +1,170 @@
+"""What the judge sees of the trial's state: the initial->final diff and read-only tools over the final state.
+
+Both states are read from the store once, before the judge starts; the tools answer from that private
+copy, so nothing the judge calls can reach the trial's tables. Reading the initial state restores it
+for a moment (snapshot, restore the initial state, read, restore the snapshot) under the trial's lock,
+exactly as hash grading's replay does, and leaves the trial's stable hash as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping
+from typing import Any, cast
+
+from jsonpath_ng.ext.parser import parse
+
+from tolokaforge.db.errors import NotFoundError
+
+from ...registry import INITIALIZED_SNAPSHOT
+from ...trial import TrialContext
+from ..diff import compute_state_diff
+
+__all__ = ["PRE_JUDGE_SNAPSHOT", "StateTools", "ToolRefused", "read_states", "render_diff"]
+
+PRE_JUDGE_SNAPSHOT = "tolokaforge.pre_judge"
+_MAX_OUTPUT = 30_000
+_MAX_DIFF_LINES = 200
+
+
+class ToolRefused(ValueError):
+    """A judge tool call that cannot be answered; the message goes back to the judge."""
+
+
+async def read_states(trial: TrialContext) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(initial, final) tables of the trial; the store is left holding the final state."""
+    client = trial.mirror.client
+    trial_id = trial.trial_id
+    async with trial.lock:
+        final = (await client.get_state(trial_id)).tables
+        with contextlib.suppress(NotFoundError):  # left by a judgement that died half-way
+            await client.delete_snapshot(trial_id, PRE_JUDGE_SNAPSHOT)
+        version = await client.create_snapshot(trial_id, PRE_JUDGE_SNAPSHOT)
+        saved = trial.mirror.set_aside() if version == trial.mirror.version else None
+        try:
+            if trial.has_initialized_snapshot:
+                await client.restore_snapshot(trial_id, INITIALIZED_SNAPSHOT)
+            else:
+                await client.reset(trial_id)
+            initial = (await client.get_state(trial_id)).tables
+        finally:
+            restored = await client.restore_snapshot(trial_id, PRE_JUDGE_SNAPSHOT)
+            await client.delete_snapshot(trial_id, PRE_JUDGE_SNAPSHOT)
+            if saved is None:
+                await trial.mirror.reload()
+            else:
+                trial.mirror.put_back(saved, restored.version)
+    return initial, final
+
+
+def render_diff(initial: Mapping[str, Any], final: Mapping[str, Any]) -> str:
+    """One line per added, removed or changed record field; "" when the agent changed nothing."""
+    diff = compute_state_diff(initial, final)
+    lines: list[str] = []
+    for item in diff["added"]:
+        lines.append(f"+ {item['table']}[{item['record']}] added: {_json(item['value'])}")
+    for item in diff["removed"]:
+        lines.append(f"- {item['table']}[{item['record']}] removed: {_json(item['value'])}")
+    for item in diff["modified"]:
+        fields = cast(dict[str, dict[str, Any]], item["fields"])
+        for name, change in fields.items():
+            before, after = _json(change["expected"]), _json(change["actual"])
+            lines.append(f"~ {item['table']}[{item['record']}].{name}: {before} -> {after}")
+    if len(lines) > _MAX_DIFF_LINES:
+        lines = [
+            *lines[:_MAX_DIFF_LINES],
+            f"... {len(lines) - _MAX_DIFF_LINES} more lines (use the state tools)",
+        ]
+    return "\n".join(lines)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+class StateTools:
+    """``get_state`` and ``query_table`` over a private copy of the final state."""
+
+    NAMES = ("get_state", "query_table")
+
+    def __init__(self, final: Mapping[str, Any]) -> None:
+        self._tables = dict(final)
+
+    def specs(self) -> list[dict[str, Any]]:
+        tables = sorted(self._tables)
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_state",
+                    "description": "The trial's final state (read-only), optionally only some tables. "
+                    f"Tables: {', '.join(tables) or 'none'}.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"tables": {"type": "array", "items": {"type": "string"}}},
+                        "additionalProperties": False,
+                    },
+                },
+            },
+            {
+                "type": "function",
+                "function": {
+                    "name": "query_table",
+                    "description": "Query one table of the final state with a JSONPath rooted at the "
+                    "table (e.g. $[?(@.status == 'paid')].id); answers the list of matches.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"table": {"type": "string"}, "path": {"type": "string"}},
+                        "required": ["table", "path"],
+                        "additionalProperties": False,
+                    },
+                },
+            },
+        ]
+
+    def call(self, name: str, arguments_json: str) -> str:
+        try:
+            raw: Any = json.loads(arguments_json) if arguments_json.strip() else {}
+        except ValueError as error:
+            raise ToolRefused(f"arguments are not JSON: {error}") from error
+        if not isinstance(raw, dict):
+            raise ToolRefused("arguments must be a JSON object")
+        arguments = cast(dict[str, Any], raw)
+        if name == "get_state":
+            return self._get_state(arguments.get("tables"))
+        if name == "query_table":
+            return self._query(arguments.get("table"), arguments.get("path"))
+        raise ToolRefused(f"no tool {name!r}; the tools are get_state, query_table and submit_report")
+
+    def _get_state(self, tables: Any) -> str:
+        if tables is None:
+            return _bounded(self._tables)
+        if not isinstance(tables, list) or not all(isinstance(t, str) for t in cast(list[Any], tables)):
+            raise ToolRefused("'tables' must be a list of table names")
+        names = cast(list[str], tables)
+        self._require_tables(names)
+        return _bounded({name: self._tables[name] for name in names})
+
+    def _query(self, table: Any, path: Any) -> str:
+        if not isinstance(table, str) or not isinstance(path, str) or not path.strip():
+            raise ToolRefused("'table' and 'path' must be strings")
+        self._require_tables([table])
+        try:
+            expression: Any = parse(path)
+            matches: list[Any] = [match.value for match in expression.find(self._tables[table])]
+        except Exception as error:  # jsonpath_ng raises several unrelated types for a bad path
+            raise ToolRefused(f"path {path!r} does not parse: {error}") from error
+        return _bounded(matches)
+
+    def _require_tables(self, names: list[str]) -> None:
+        unknown = [name for name in names if name not in self._tables]
+        if unknown:
+            raise ToolRefused(f"no table {', '.join(unknown)}; tables: {', '.join(sorted(self._tables))}")
+
+
+def _bounded(value: Any) -> str:
+    text = _json(value)
+    if len(text) > _MAX_OUTPUT:
+        return text[:_MAX_OUTPUT] + f"... [truncated: {len(text)} characters; query_table narrows it]"
+    return text

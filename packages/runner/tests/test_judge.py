@@ -196,7 +196,7 @@ async def test_completed_judge_scores_every_criterion_kind_with_a_truthful_repor
     # weighted mean over non-required criteria: (1 * 1.0 + 3 * 0.8) / 4
     assert grade.components.llm_judge == pytest.approx(0.85)
     assert grade.score == pytest.approx((1.0 + 0.85) / 2)
-    assert "Judge: score=0.85 (3/3 criteria met)" in grade.reasons
+    assert "Judge: score=0.85 (3/3 criteria met; graded on the transcript and the state)" in grade.reasons
     judge = grade.judge_report
     assert (judge.calls, judge.tool_calls) == (4, 3)
     assert (judge.prompt_tokens, judge.completion_tokens, judge.reasoning_tokens) == (4000, 800, 200)

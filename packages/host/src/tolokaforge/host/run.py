@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from tolokaforge.core.models import JudgeModelConfig
+
 from .agents.base import AgentFactory
 from .conductor import TrialOutcome, TrialSettings, run_trial
 from .errors import ConfigError
@@ -36,6 +38,8 @@ class RunSettings:
     max_attempts: int = 3
     default_max_turns: int = 30
     transport_budget_s: float = 30.0
+    judge_model: JudgeModelConfig | None = None
+    """The rubric judge's model (``--judge-model``); a task with ``llm_judge`` needs one."""
 
 
 class RunObserver(Protocol):
@@ -74,6 +78,12 @@ async def run_pack(
         raise ConfigError("--trials and --concurrency must be at least 1")
     observer = observer or _Silent()
     tasks = _select(pack, settings.task_ids)
+    judged = [loaded.task_id for loaded in tasks if loaded.task.grading.llm_judge is not None]
+    if judged and settings.judge_model is None:
+        raise ConfigError(
+            f"{len(judged)} task(s) grade with an LLM judge and no judge model is set: {', '.join(judged)}; "
+            "pass --judge-model M (or TOLOKAFORGE_JUDGE_MODEL), e.g. tolokaforge-mock-judge offline"
+        )
     keys = [(loaded, index) for loaded in tasks for index in range(settings.trials)]
     finished = [is_finished(trial_dir(settings.output, loaded.task_id, index)) for loaded, index in keys]
     if any(finished) and not settings.resume:
@@ -90,6 +100,7 @@ async def run_pack(
         run_id=settings.output.name,
         max_attempts=settings.max_attempts,
         default_max_turns=settings.default_max_turns,
+        judge_model=settings.judge_model,
     )
     started = time.perf_counter()
     if todo:

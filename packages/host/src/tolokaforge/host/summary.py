@@ -3,6 +3,7 @@
 Computed from the files, not from memory, so a resumed run summarises the trials it skipped exactly
 like the ones it ran. ``pass^k`` is tau-bench's: per task with n trials of which c passed,
 C(c, k) / C(n, k), averaged over tasks — the chance that k trials drawn from the task all pass.
+The rubric judge's spend is grading spend, summed apart from the agent's (``judge``, when a judge ran).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ class TrialRow:
     cost_usd: float | None
     wall_time_s: float
     tool_calls: int
+    judge: dict[str, Any] | None = None
+    """grade.yaml's ``judge`` block: the judge's calls, tokens and cost; None when no judge ran."""
 
 
 @dataclass
@@ -68,6 +71,22 @@ class RunSummary:
         costs = [row.cost_usd for row in self.rows]
         return None if any(cost is None for cost in costs) else sum(cost or 0.0 for cost in costs)
 
+    def judge_spend(self) -> dict[str, Any] | None:
+        """The judges' calls, tokens and cost over the run, apart from the agent's; None when none ran."""
+        reports = [row.judge for row in self.rows if row.judge is not None]
+        if not reports:
+            return None
+        costs = [report.get("cost_usd") for report in reports]
+        return {
+            "trials_judged": len(reports),
+            "calls": sum(int(report.get("calls") or 0) for report in reports),
+            "tokens": sum(
+                int(report.get("prompt_tokens") or 0) + int(report.get("completion_tokens") or 0)
+                for report in reports
+            ),
+            "cost_usd": None if any(cost is None for cost in costs) else sum(float(c or 0.0) for c in costs),
+        }
+
     def terminations(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for row in self.rows:
@@ -94,6 +113,7 @@ class RunSummary:
             "terminations": self.terminations(),
             "tokens": self.tokens,
             "cost_usd": self.cost_usd,
+            **({"judge": judge} if (judge := self.judge_spend()) is not None else {}),
             "wall_time_s": round(self.wall_time_s, 3),
             "trials_per_second": round(self.ran / self.wall_time_s, 3) if self.wall_time_s > 0 else None,
             "per_trial": [
@@ -131,6 +151,7 @@ def summarise(output: Path, keys: Sequence[tuple[str, int]], summary: RunSummary
                 cost_usd=metrics.get("cost_usd"),
                 wall_time_s=float(metrics.get("wall_time_s") or 0.0),
                 tool_calls=int(metrics.get("tool_calls") or 0),
+                judge=grade.get("judge"),
             )
         )
     return summary

@@ -9,12 +9,16 @@ from pathlib import Path
 
 import aiohttp
 import click
+from pydantic import ValidationError
 from rich.console import Console
+
+from tolokaforge.core.models import JudgeModelConfig, JudgePrice, describe_validation_error
 
 from ..agents import GoldenAgentFactory, LLMAgentFactory, ScriptedAgentFactory, load_script
 from ..agents.base import AgentFactory
 from ..errors import ConfigError
 from ..llm import ChatClient, ChatSettings, api_key_from_env, load_prices
+from ..llm.pricing import price_for
 from ..packs import Pack, load_pack
 from ..run import RunSettings, run_pack
 from ..summary import RunSummary
@@ -22,7 +26,7 @@ from ..users import LLMUserFactory
 from ..users.router import UserRouter
 from .report import ProgressObserver, summary_table
 
-__all__ = ["LLMOptions", "run_command"]
+__all__ = ["LLMOptions", "judge_model_config", "run_command"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,11 @@ class LLMOptions:
               help="Chat model for LLM users [default: --model].")  # fmt: skip
 @click.option("--base-url", default="https://api.openai.com/v1", envvar="TOLOKAFORGE_LLM_BASE_URL",
               show_envvar=True, help="OpenAI-compatible API base URL (key: TOLOKAFORGE_LLM_API_KEY or OPENAI_API_KEY).")  # fmt: skip
+@click.option("--judge-model", default=None, envvar="TOLOKAFORGE_JUDGE_MODEL", show_envvar=True,
+              help="Chat model of the rubric judge (tasks with llm_judge); tolokaforge-mock-judge needs no network.")  # fmt: skip
+@click.option("--judge-base-url", default=None, envvar="TOLOKAFORGE_JUDGE_BASE_URL", show_envvar=True,
+              help="The judge's API base URL [default: --base-url]; the runner reads its key from "
+                   "TOLOKAFORGE_JUDGE_API_KEY, else the agent's.")  # fmt: skip
 @click.option("--prices", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None,
               envvar="TOLOKAFORGE_PRICES", show_envvar=True, help="YAML {model: {prompt, completion}} USD per 1M tokens.")  # fmt: skip
 @click.option("--max-attempts", type=click.IntRange(min=1), default=3, envvar="TOLOKAFORGE_MAX_ATTEMPTS",
@@ -77,6 +86,8 @@ def run_command(
     model: str | None,
     user_model: str | None,
     base_url: str,
+    judge_model: str | None,
+    judge_base_url: str | None,
     prices: Path | None,
     max_attempts: int,
     max_turns: int,
@@ -97,12 +108,38 @@ def run_command(
         task_ids=task_ids,
         max_attempts=max_attempts,
         default_max_turns=max_turns,
+        judge_model=judge_model_config(judge_model, judge_base_url or base_url, prices),
     )
     llm = LLMOptions(model=model, user_model=user_model, base_url=base_url, prices=prices)
     console = Console()
     summary = asyncio.run(_run(pack, agent, script, llm, settings, console))
     console.print(summary_table(summary))
     console.print(f"results: {settings.output}")
+
+
+def judge_model_config(model: str | None, base_url: str, prices: Path | None) -> JudgeModelConfig | None:
+    """The judge model for the TrialSpec, priced from the run's price table; never its key."""
+    if not model:
+        return None
+    price = price_for(load_prices(prices), model)
+    try:
+        config = JudgeModelConfig(model=model, base_url=base_url)
+    except ValidationError as error:
+        raise ConfigError(f"--judge-model {model!r}: {describe_validation_error(error)}") from error
+    if config.is_mock:
+        return config.model_copy(
+            update={"price": JudgePrice(prompt_per_million=0.0, completion_per_million=0.0)}
+        )
+    if price is None:
+        return config
+    return config.model_copy(
+        update={
+            "price": JudgePrice(
+                prompt_per_million=price.prompt_per_million,
+                completion_per_million=price.completion_per_million,
+            )
+        }
+    )
 
 
 def _chat(model: str, llm: LLMOptions, session: aiohttp.ClientSession) -> ChatClient:

@@ -81,7 +81,7 @@ async def judge_trial(
         segment = f"Judge: errored -- {failure}; no score, the grade is unusable"
         return JudgeOutcome(JudgeStatus.ERRORED, ComponentResult("llm_judge", None, segment), judge_report)
     scored = score_rubric(config.rubric, report.verdicts)
-    segment = f"Judge: score={scored.score:.2f} ({scored.met}/{scored.total} criteria met)"
+    segment = f"Judge: score={scored.score:.2f} ({scored.met}/{scored.total} criteria met; {_one_line(report.reasons)})"
     if scored.gate_failed:
         segment += f"; required criteria not met: {', '.join(scored.failed_gates)} -- the trial fails"
     return JudgeOutcome(
@@ -94,6 +94,12 @@ async def judge_trial(
         ],
         gate_failed=scored.gate_failed,
     )
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    # Grade.reasons is " | "-joined: the judge's own words must not split it.
+    flat = " ".join(text.replace("|", "/").split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def _report(

@@ -181,6 +181,8 @@ def test_cli_takes_the_judge_model_as_a_run_setting(
 
     monkeypatch.setenv("TOLOKAFORGE_JUDGE_MODEL", "tolokaforge-mock-judge")  # the option's variable
     main([*base, "--output", str(tmp_path / "mock")])
+    printed = capsys.readouterr().out
+    assert "judge calls / tokens" in printed and "judge cost (USD)" in printed
     grade, _, _ = _trial(tmp_path / "mock")
     assert grade["binary_pass"] is True and grade["judge_status"] == "completed"
 

@@ -68,6 +68,10 @@ def summary_table(summary: RunSummary) -> Table:
         ("cost (USD)", _fmt(summary.cost_usd, ".4f")),
         ("wall time (s)", _fmt(summary.wall_time_s, ".2f")),
     ]
+    judge = summary.judge_spend()
+    if judge is not None:  # grading spend, shown apart from the agent's
+        rows.insert(-1, ("judge calls / tokens", f"{judge['calls']} / {judge['tokens']}"))
+        rows.insert(-1, ("judge cost (USD)", _fmt(judge["cost_usd"], ".4f")))
     for name, value in rows:
         table.add_row(name, value)
     return table

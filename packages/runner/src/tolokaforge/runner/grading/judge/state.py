@@ -15,11 +15,11 @@ from typing import Any, cast
 
 from jsonpath_ng.ext.parser import parse
 
-from tolokaforge.db.errors import NotFoundError
+from tolokaforge.core.state_diff import ABSENT, diff_states
+from tolokaforge.db import NotFoundError
 
 from ...registry import INITIALIZED_SNAPSHOT
 from ...trial import TrialContext
-from ..diff import compute_state_diff
 
 __all__ = ["PRE_JUDGE_SNAPSHOT", "StateTools", "ToolRefused", "read_states", "render_diff"]
 
@@ -59,24 +59,25 @@ async def read_states(trial: TrialContext) -> tuple[dict[str, Any], dict[str, An
 
 
 def render_diff(initial: Mapping[str, Any], final: Mapping[str, Any]) -> str:
-    """One line per added, removed or changed record field; "" when the agent changed nothing."""
-    diff = compute_state_diff(initial, final)
+    """One line per added, removed or changed record or field; "" when the agent changed nothing."""
     lines: list[str] = []
-    for item in diff["added"]:
-        lines.append(f"+ {item['table']}[{item['record']}] added: {_json(item['value'])}")
-    for item in diff["removed"]:
-        lines.append(f"- {item['table']}[{item['record']}] removed: {_json(item['value'])}")
-    for item in diff["modified"]:
-        fields = cast(dict[str, dict[str, Any]], item["fields"])
-        for name, change in fields.items():
-            before, after = _json(change["expected"]), _json(change["actual"])
-            lines.append(f"~ {item['table']}[{item['record']}].{name}: {before} -> {after}")
+    for change in diff_states(initial, final).differences:
+        if change.kind == "added":
+            lines.append(f"+ {change.where} added: {_shown(change.actual)}")
+        elif change.kind == "removed":
+            lines.append(f"- {change.where} removed: {_shown(change.expected)}")
+        else:
+            lines.append(f"~ {change.where}: {_shown(change.expected)} -> {_shown(change.actual)}")
     if len(lines) > _MAX_DIFF_LINES:
         lines = [
             *lines[:_MAX_DIFF_LINES],
             f"... {len(lines) - _MAX_DIFF_LINES} more lines (use the state tools)",
         ]
     return "\n".join(lines)
+
+
+def _shown(value: Any) -> str:
+    return "(absent)" if value is ABSENT else _json(value)
 
 
 def _json(value: Any) -> str:

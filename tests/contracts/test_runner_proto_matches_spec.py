@@ -179,6 +179,8 @@ MESSAGES: dict[str, list[Field]] = {
 # Fields this project adds to the seed contract: new numbers only, never a renumbering.
 ADDITIVE: dict[str, list[Field]] = {
     "ExecuteToolResponse": [("tool_error", 5, "tolokaforge.tool.v1.ToolError", "")],
+    # The spec's note on include_agent_system_prompt: explicit presence, as for trace_checks.
+    "JudgeReport": [("include_agent_system_prompt", 8, "bool", "optional")],
 }
 
 ENUMS: dict[str, list[tuple[str, int]]] = {

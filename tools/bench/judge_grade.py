@@ -2,12 +2,13 @@
 
     uv run python tools/bench/judge_grade.py [--rounds 15]
 
-One trial over a state of N records (100 and 100k), after one write. The floor is GradeTrial with a
+One trial over a state of N records (100 and 100k), after one write: to a record of that table, or
+(100k) to a small second table, leaving the big one untouched. The floor is GradeTrial with a
 JSONPath check only; the case adds an ``llm_judge`` answered by the mock judge (no network), so what is
 measured is the runner's own judge overhead: reading the initial and final states (a snapshot round
 trip), the diff, the evidence, the loop and the report. A real judge adds its model's latency on top.
-Rounds alternate floor and case; medians in ms. The goal: overhead O(changes) in the diff and the
-evidence, and no worse than a few state reads in the state size.
+Rounds alternate floor and case; medians in ms. The goal: one read of the final state (the
+store's JSON answer) in the state size, the diff only over the tables that changed, the rest O(1).
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ TOOLS = textwrap.dedent(
         def invoke(data: dict[str, Any], index: int) -> str:
             data["records"][index]["hits"] = 1
             return "ok"
+
+    class Note:
+        @staticmethod
+        def invoke(data: dict[str, Any], index: int) -> str:
+            data["notes"].append({"id": f"N-{index}", "text": "touched"})
+            return "ok"
     """
 )
 PARAMS = {"type": "object", "properties": {"index": {"type": "integer"}}, "required": ["index"]}
@@ -69,15 +76,17 @@ def _spec(trial_id: str, code: Path, records: int, judged: bool) -> str:
             "task_id": "bench",
             "agent_tools": [
                 {
-                    "name": "touch",
+                    "name": name.lower(),
                     "parameters": PARAMS,
-                    "source": {"module_path": "tools", "class_name": "Touch"},
+                    "source": {"module_path": "tools", "class_name": name},
                 }
+                for name in ("Touch", "Note")
             ],
             "tool_code": {"path": str(code)},
             "initial_state": {
                 "tables": {
-                    "records": [{"id": f"R-{i}", "value": i * 0.5, "tags": ["a"]} for i in range(records)]
+                    "records": [{"id": f"R-{i}", "value": i * 0.5, "tags": ["a"]} for i in range(records)],
+                    "notes": [],
                 }
             },
             "grading": grading,
@@ -87,6 +96,10 @@ def _spec(trial_id: str, code: Path, records: int, judged: bool) -> str:
         grading["llm_judge"] = {"rubric": RUBRIC}
         spec["judge_model"] = {"model": "tolokaforge-mock-judge"}
     return json.dumps(spec)
+
+
+def _transcript(tool: str) -> str:
+    return TRANSCRIPT.replace('"name": "touch"', f'"name": "{tool}"')
 
 
 TRANSCRIPT = json.dumps(
@@ -104,7 +117,9 @@ TRANSCRIPT = json.dumps(
 )
 
 
-async def _prepare(stub: RunnerServiceStub, trial_id: str, code: Path, records: int, judged: bool) -> None:
+async def _prepare(
+    stub: RunnerServiceStub, trial_id: str, code: Path, records: int, tool: str, judged: bool
+) -> None:
     request = RegisterTrialRequest(
         trial_id=trial_id,
         trial_spec_json=_spec(trial_id, code, records, judged),
@@ -113,15 +128,17 @@ async def _prepare(stub: RunnerServiceStub, trial_id: str, code: Path, records: 
     response = await stub.register_trial(request)
     assert response.success, response.error
     call = ExecuteToolRequest(
-        trial_id=trial_id, tool_name="touch", arguments_json='{"index": 0}', executor="agent", call_id="c0"
+        trial_id=trial_id, tool_name=tool, arguments_json='{"index": 0}', executor="agent", call_id="c0"
     )
     await stub.execute_tool(call)
 
 
-async def _grade_ms(stub: RunnerServiceStub, trial_id: str, judged: bool) -> float:
+async def _grade_ms(stub: RunnerServiceStub, trial_id: str, tool: str, judged: bool) -> float:
     started = time.perf_counter()
     response = await stub.grade_trial(
-        GradeTrialRequest(trial_id=trial_id, llm_messages_json=TRANSCRIPT, termination_reason="agent_done"),
+        GradeTrialRequest(
+            trial_id=trial_id, llm_messages_json=_transcript(tool), termination_reason="agent_done"
+        ),
         timeout=600,
     )
     elapsed = (time.perf_counter() - started) * 1e3
@@ -141,17 +158,17 @@ async def main(rounds: int) -> None:
             print(
                 f"GradeTrial, medians over {rounds} alternating rounds (ms); floor = the same grade without a judge"
             )
-            for records in (100, 100_000):
-                await _prepare(stub, "floor", code, records, judged=False)
-                await _prepare(stub, "judged", code, records, judged=True)
+            for records, tool in ((100, "touch"), (100_000, "touch"), (100_000, "note")):
+                await _prepare(stub, "floor", code, records, tool, judged=False)
+                await _prepare(stub, "judged", code, records, tool, judged=True)
                 floor: list[float] = []
                 case: list[float] = []
                 for _ in range(rounds):
-                    floor.append(await _grade_ms(stub, "floor", judged=False))
-                    case.append(await _grade_ms(stub, "judged", judged=True))
+                    floor.append(await _grade_ms(stub, "floor", tool, judged=False))
+                    case.append(await _grade_ms(stub, "judged", tool, judged=True))
                 f, c = statistics.median(floor), statistics.median(case)
                 print(
-                    f"  {records:>7} records: with mock judge {c:9.2f}   floor {f:9.2f}   "
+                    f"  {records:>7} records, {tool:>5}: with mock judge {c:9.2f}   floor {f:9.2f}   "
                     f"judge overhead {c - f:9.2f} ({c / f:5.1f}x)"
                 )
                 for trial_id in ("floor", "judged"):

@@ -414,3 +414,41 @@ async def test_a_judge_without_a_judge_model_cannot_be_graded(
     assert response.error.startswith(
         "Trial 't:0' cannot be graded as authored: llm_judge needs a judge model"
     )
+
+
+async def test_initial_state_after_initialization_actions_is_the_diff_base(
+    stub: RunnerServiceStub, spec_factory: Any, request_for: Any, episode: Any, judge_server: Any
+) -> None:
+    async def respond(body: dict[str, Any], count: int) -> web.StreamResponse:
+        return completion(call("j1", "submit_report", report()))
+
+    server = await judge_server(respond)
+    tables = {
+        "orders": [
+            {"id": "O-1", "status": "open", "total": 10.5},
+            {"id": "O-2", "status": "open", "total": 3.0},
+        ],
+        "notes": [],
+    }
+    initial_state = {
+        "tables": tables,
+        "initialization_actions": [{"tool_name": "add_note", "arguments": {"text": "seeded"}}],
+    }
+    ep = await setup_trial(
+        stub, spec_factory, request_for, episode, judge_model(server), initial_state=initial_state
+    )
+    await ep.call("add_note", {"text": "by the agent"}, "c2")
+    before = await stable_hash(stub)
+    grade = (await ep.grade()).grade
+    assert grade.judge_status == JudgeStatus.COMPLETED
+    assert await stable_hash(stub) == before
+    evidence = server.requests[0]["messages"][1]["content"]
+    diff = evidence.split("## How the agent changed the state (initial -> final)\n")[1].split("\n\n")[0]
+    assert '~ orders[O-1].status: "open" -> "paid"' in diff
+    assert "by the agent" in diff and "seeded" not in diff  # the seeded note is part of the initial state
+    again = (await ep.grade()).grade  # the judge's snapshot is gone: grading twice reads the same evidence
+    assert (
+        again.judge_status == JudgeStatus.COMPLETED
+        and server.requests[1]["messages"][1]["content"] == evidence
+    )
+    assert await stable_hash(stub) == before

@@ -1,9 +1,10 @@
 """What the judge sees of the trial's state: the initial->final diff and read-only tools over the final state.
 
-Both states are read from the store once, before the judge starts; the tools answer from that private
-copy, so nothing the judge calls can reach the trial's tables. Reading the initial state restores it
-for a moment (snapshot, restore the initial state, read, restore the snapshot) under the trial's lock,
-exactly as hash grading's replay does, and leaves the trial's stable hash as it was.
+The final state is read from the store once, before the judge starts; the tools answer from that
+private copy, so nothing the judge calls can reach the trial's tables. The initial state is the spec's
+tables, or, when initialization actions ran, the snapshot taken after them: reading that one restores it
+for a moment (snapshot, restore, read, restore the snapshot) under the trial's lock, as hash grading's
+replay does, and leaves the trial's stable hash as it was.
 """
 
 from __future__ import annotations
@@ -32,21 +33,24 @@ class ToolRefused(ValueError):
     """A judge tool call that cannot be answered; the message goes back to the judge."""
 
 
-async def read_states(trial: TrialContext) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(initial, final) tables of the trial; the store is left holding the final state."""
+async def read_states(trial: TrialContext) -> tuple[Mapping[str, Any], dict[str, Any]]:
+    """(initial, final) tables of the trial; the store is left holding the final state.
+
+    Without initialization actions the initial state is the spec's own tables, the ones the store was
+    created from. With them, it is the snapshot taken after they ran, read by a round trip.
+    """
     client = trial.mirror.client
     trial_id = trial.trial_id
     async with trial.lock:
         final = (await client.get_state(trial_id)).tables
+        if not trial.has_initialized_snapshot:
+            return trial.spec.task.initial_state.tables, final
         with contextlib.suppress(NotFoundError):  # left by a judgement that died half-way
             await client.delete_snapshot(trial_id, PRE_JUDGE_SNAPSHOT)
         version = await client.create_snapshot(trial_id, PRE_JUDGE_SNAPSHOT)
         saved = trial.mirror.set_aside() if version == trial.mirror.version else None
         try:
-            if trial.has_initialized_snapshot:
-                await client.restore_snapshot(trial_id, INITIALIZED_SNAPSHOT)
-            else:
-                await client.reset(trial_id)
+            await client.restore_snapshot(trial_id, INITIALIZED_SNAPSHOT)
             initial = (await client.get_state(trial_id)).tables
         finally:
             restored = await client.restore_snapshot(trial_id, PRE_JUDGE_SNAPSHOT)
@@ -60,8 +64,15 @@ async def read_states(trial: TrialContext) -> tuple[dict[str, Any], dict[str, An
 
 def render_diff(initial: Mapping[str, Any], final: Mapping[str, Any]) -> str:
     """One line per added, removed or changed record or field; "" when the agent changed nothing."""
+    # Tables are diffed one by one, so handing over only those that changed (a C-level comparison)
+    # gives the same lines and spares the record matching of every untouched table.
+    changed = [
+        name for name in set(initial) | set(final) if initial.get(name, ABSENT) != final.get(name, ABSENT)
+    ]
+    before = {name: initial[name] for name in changed if name in initial}
+    after = {name: final[name] for name in changed if name in final}
     lines: list[str] = []
-    for change in diff_states(initial, final).differences:
+    for change in diff_states(before, after).differences:
         if change.kind == "added":
             lines.append(f"+ {change.where} added: {_shown(change.actual)}")
         elif change.kind == "removed":

@@ -171,25 +171,31 @@ def test_cli_takes_the_judge_model_as_a_run_setting(
     packs_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     base = ["run", "--pack", str(packs_dir / "dual_control"), "--task", TASK]
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exit_info:
         main([*base, "--output", str(tmp_path / "refused")])
+    assert exit_info.value.code == 2
     error = capsys.readouterr().err.strip()
     assert (
-        error.startswith("tolokaforge: error: 1 task(s) grade with an LLM judge") and error.count("\n") == 0
+        error.startswith("tolokaforge: error (exit 2): 1 task(s) grade with an LLM judge")
+        and error.count("\n") == 0
     )
     assert not (tmp_path / "refused").exists()
 
     monkeypatch.setenv("TOLOKAFORGE_JUDGE_MODEL", "tolokaforge-mock-judge")  # the option's variable
-    main([*base, "--output", str(tmp_path / "mock")])
+    with pytest.raises(SystemExit) as exit_info:
+        main([*base, "--output", str(tmp_path / "mock")])
+    assert exit_info.value.code == 0
     printed = capsys.readouterr().out
     assert "judge calls / tokens" in printed and "judge cost (USD)" in printed
     grade, _, _ = _trial(tmp_path / "mock")
     assert grade["binary_pass"] is True and grade["judge_status"] == "completed"
+    run_yaml = yaml.safe_load((tmp_path / "mock" / "run.yaml").read_text())
+    assert run_yaml["models"]["judge"] == "tolokaforge-mock-judge"  # the judge is part of the run's identity
 
     with pytest.raises(SystemExit):
         main([*base, "--output", str(tmp_path / "bad"), "--judge-model", "tolokaforge-mock-judge:nonsense"])
     error = capsys.readouterr().err
-    assert error.startswith("tolokaforge: error: --judge-model 'tolokaforge-mock-judge:nonsense': ")
+    assert error.startswith("tolokaforge: error (exit 2): --judge-model 'tolokaforge-mock-judge:nonsense': ")
     assert (
         "expected tolokaforge-mock-judge or tolokaforge-mock-judge:unmet=ID,ID" in error
         and error.count("\n") == 1

@@ -40,10 +40,11 @@ GRADING_KEYS = {
     "golden_response",
     "custom_checks",
     "llm_judge",
+    "trace_checks",
 }
 TRANSCRIPT_KEYS = {"max_turns", "must_contain", "disallow_regex", "required_actions", "communicate_info"}
 JSONPATH_OPERATORS = {"equals", "equals_ci", "contains", "contains_ci", "exists"}
-COMPONENTS = {"state_checks", "transcript_rules", "custom_checks", "llm_judge"}
+COMPONENTS = {"state_checks", "transcript_rules", "custom_checks", "trace_checks", "llm_judge"}
 UNCHANGING_CATEGORIES = {"lookup", "refusal"}
 
 Tables = dict[str, Any]

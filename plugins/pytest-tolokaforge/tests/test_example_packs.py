@@ -28,8 +28,8 @@ def test_every_item_passes_on_both_example_packs(run_pytest: RunPytest, packs_di
     } | {f"tolokaforge-runner::{name}" for name in RUNNER_ITEMS}
     assert set(outcomes) == expected
     assert set(outcomes.values()) == {"PASSED"}
-    assert len(expected) == 28 * 5 + 4
-    assert "tasks checked: 28, passed: 28, failed: 0" in run.output
+    assert len(expected) == 34 * 5 + 4
+    assert "tasks checked: 34, passed: 34, failed: 0" in run.output
     assert "runner contract: 4 checked, 4 passed, 0 failed" in run.output
     # a task with an LLM judge passes offline: the mock judge answers it, and the check says so
     assert (

@@ -27,6 +27,7 @@ from tolokaforge.contracts.runner import Grade, JudgeStatus
 from tolokaforge.core.transcript import Message, ToolMessage
 
 from .conductor import TrialOutcome
+from .trace_results import trace_results_dict, trace_summary_dict
 
 __all__ = [
     "JUDGE_TRANSCRIPT",
@@ -77,6 +78,8 @@ def grade_to_dict(grade: Grade, *, judge_price_known: bool = True) -> dict[str, 
             }
             for row in grade.custom_checks
         ],
+        "trace_check_results": trace_results_dict(grade),
+        "trace_checks_summary": trace_summary_dict(grade),
     }
     if grade.judge_status != JudgeStatus.UNSPECIFIED:
         result.update(_judge_fields(grade, judge_price_known))

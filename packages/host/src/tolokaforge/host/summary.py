@@ -45,6 +45,7 @@ DEFINITIONS: dict[str, str] = {
     "grades_carrying": "graded or ungraded trials whose grade.yaml carries this field (non-empty)",
     "models": "tokens, calls and cost per model over all trials (agent and simulated user)",
     "judge": "the rubric judge's trials, calls, tokens and cost (grading spend, not in tokens/cost_usd)",
+    "trace_gates_failed": "graded trials a trace-check gate failed (each such trial fails, whatever its score)",
 }
 
 
@@ -213,6 +214,7 @@ class RunSummary:
             f"pass^{k}": self.pass_hat(k),
             f"pass@{k}": self.pass_at(k),
             "grading_errors": sum(row.grading_error is not None for row in self.rows),
+            "trace_gates_failed": sum(row.trace_gate_failed for row in self.rows),
             "terminations": self.terminations(),
             "components": self.components(),
             "grades_carrying": self.grades_carrying(),
@@ -253,6 +255,7 @@ class RunSummary:
                     "score": row.score,
                     "termination_reason": row.termination,
                     "grading_error": row.grading_error,
+                    "trace_gate_failed": row.trace_gate_failed,
                 }
                 for row in self.rows
             ],

@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 
 from ._base import SpecModel
 from .judge import LLMJudgeConfig
+from .trace_rules import TraceChecksConfig
 
 __all__ = [
     "COMPONENT_NAMES",
@@ -175,7 +176,8 @@ class GradingConfig(SpecModel):
     transcript_rules: TranscriptRulesConfig | None = None
     llm_judge: LLMJudgeConfig | None = None
     custom_checks: CustomChecksConfig | None = None
-    trace_checks: dict[str, Any] | None = None
+    trace_checks: TraceChecksConfig | None = None
+    """grading.yaml: trace_checks (docs/trace-checks.md)."""
 
     @classmethod
     def not_configured(cls) -> GradingConfig:

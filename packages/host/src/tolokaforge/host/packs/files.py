@@ -17,6 +17,7 @@ from tolokaforge.core.models import (
     InitializationAction,
     JsonPathCheck,
     LLMJudgeConfig,
+    TraceChecksConfig,
     TranscriptRulesConfig,
     UnstableField,
 )
@@ -92,6 +93,7 @@ class GradingFile(_Strict):
     golden_response: str | None = None
     llm_judge: LLMJudgeConfig | None = None
     custom_checks: CustomChecksFile | None = None
+    trace_checks: TraceChecksConfig | None = None
 
 
 class InitialStateFile(_Strict):

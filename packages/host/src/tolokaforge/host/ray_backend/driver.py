@@ -58,8 +58,10 @@ async def _get(ref: Any) -> Any:
     return await ref
 
 
-def _credentials() -> dict[str, str]:
-    return {name: value for name in CREDENTIAL_VARIABLES if (value := os.environ.get(name))}
+def _credentials(trial_settings: TrialSettings) -> dict[str, str]:
+    judge = trial_settings.judge_model
+    names = [*CREDENTIAL_VARIABLES, *(judge.api_key_env if judge is not None else ())]
+    return {name: value for name in dict.fromkeys(names) if (value := os.environ.get(name))}
 
 
 class RayPool:
@@ -80,7 +82,7 @@ class RayPool:
         self.facts: dict[str, Any] = {}
 
     def _new_actor(self) -> Any:
-        credentials = _credentials()
+        credentials = _credentials(self.trial_settings)
         options: dict[str, Any] = {
             "num_cpus": self.settings.worker_cpus,
             "max_concurrency": self.concurrency + 2,  # the trials, plus health and close

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tolokaforge.core.models import DEFAULT_JUDGE_KEY_ENV
+
 from ..agent_setup import AgentRecipe
 
 __all__ = ["CREDENTIAL_VARIABLES", "RaySettings"]
 
-CREDENTIAL_VARIABLES = ("TOLOKAFORGE_LLM_API_KEY", "OPENAI_API_KEY")
-"""Copied from the driver's environment into each worker's runtime environment, and nowhere else."""
+CREDENTIAL_VARIABLES = tuple(
+    dict.fromkeys(("TOLOKAFORGE_LLM_API_KEY", "OPENAI_API_KEY", *DEFAULT_JUDGE_KEY_ENV))
+)
+"""Copied from the driver's environment into each worker's runtime environment, and nowhere else: the
+agent's and users' key, and the judge's (the worker's embedded runner reads it; docs/judge.md). A judge
+model naming other variables (``api_key_env``) has those copied too."""
 
 
 @dataclass(frozen=True)

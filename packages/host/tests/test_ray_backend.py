@@ -21,6 +21,7 @@ import pytest
 import yaml
 from aiohttp import web
 
+from tolokaforge.core.models import MOCK_JUDGE_MODEL, JudgeModelConfig
 from tolokaforge.host.agent_setup import AgentRecipe, LLMOptions
 from tolokaforge.host.agents import GoldenAgentFactory
 from tolokaforge.host.conductor import TrialOutcome
@@ -92,11 +93,18 @@ async def test_a_ray_run_writes_the_grade_files_of_a_local_run(
     ray_cluster: str, packs_dir: Path, tmp_path: Path, pack_name: str
 ) -> None:
     pack = load_pack(packs_dir / pack_name)
+    judge = JudgeModelConfig(model=MOCK_JUDGE_MODEL)  # dual_control has a judged task: the offline judge
     local = await run_pack(
-        pack, GoldenAgentFactory(), UserRouter(), RunSettings(output=tmp_path / "local", concurrency=8)
+        pack,
+        GoldenAgentFactory(),
+        UserRouter(),
+        RunSettings(output=tmp_path / "local", concurrency=8, judge_model=judge),
     )
     on_ray = await run_pack(
-        pack, GoldenAgentFactory(), UserRouter(), _ray_settings(tmp_path / "ray", concurrency=4)
+        pack,
+        GoldenAgentFactory(),
+        UserRouter(),
+        _ray_settings(tmp_path / "ray", concurrency=4, judge_model=judge),
     )
     local_grades, ray_grades = _grade_files(tmp_path / "local"), _grade_files(tmp_path / "ray")
     assert len(ray_grades) == len(pack.tasks)

@@ -156,12 +156,16 @@ class TranscriptRulesConfig(SpecModel):
 
 
 class CustomChecksConfig(SpecModel):
-    """grading.yaml: custom_checks."""
+    """grading.yaml: custom_checks. Paths are relative to the task's code root."""
 
     enabled: bool = False
     file: str = Field(min_length=1)
     timeout_seconds: float = Field(default=30.0, gt=0)
-    fail_on_error: bool = False
+    fail_on_error: bool = True
+    """True: a suite that cannot run, or a check that errors, scores 0.0. False: the component is
+    left unscored, and the grade's reasons say so."""
+    relative_imports: list[str] = []
+    """custom_checks.relative_imports: folders the checks file imports from (put on its sys.path)."""
 
 
 class GradingConfig(SpecModel):

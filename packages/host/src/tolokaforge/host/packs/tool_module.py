@@ -75,6 +75,9 @@ def import_tool_module(root: Path, module_path: str) -> dict[str, PackTool]:
 
 def _tool_classes(module: ModuleType) -> list[type]:
     declared = getattr(module, "TOOLS", None)
+    if isinstance(declared, dict):
+        # Public style: TOOLS maps each tool's name to its class.
+        return [cast(type, item) for item in cast(dict[str, Any], declared).values()]
     if declared is not None:
         return [cast(type, item) for item in cast(list[Any], declared)]
     # Without TOOLS, every class defined in the module that looks like a tool is one.

@@ -31,7 +31,7 @@ from tolokaforge.core.transcript.wire import (
 from ..executor import ToolExecutor
 from ..trial import TrialContext
 from .component import ComponentResult, KeyLedger
-from .custom_checks import run_custom_checks
+from .custom_checks import CheckEvidence, run_custom_checks
 from .errors import GradingFailure, HashGradingFailed, NotGradeable, UnresolvableGoldenAction
 from .fold import fold
 from .golden import resolve_golden_action_names
@@ -118,7 +118,7 @@ async def _grade(
         else:
             ledger.evaluate("custom_checks")
             custom = await run_custom_checks(
-                config.custom_checks, _code_root(trial), trial.mirror.tables, _transcript_dicts(messages)
+                config.custom_checks, _code_root(trial), _check_evidence(trial, messages)
             )
             custom_rows = custom.extra.get("rows", [])
             results.append(custom)
@@ -243,6 +243,22 @@ def _configured_components(ledger: KeyLedger) -> list[str]:
     asked = {key.split(".")[0] for key in ledger.evaluated}
     asked |= {key.split(".")[0] for key, reason in ledger.skipped.items() if reason in _EVIDENCE_SKIPS}
     return sorted(asked)
+
+
+def _check_evidence(trial: TrialContext, messages: list[Message] | None) -> CheckEvidence:
+    task = trial.spec.task
+    return CheckEvidence(
+        final_state=trial.mirror.tables,
+        transcript=_transcript_dicts(messages),
+        initial_state=task.initial_state.tables,
+        task={
+            "task_id": task.task_id,
+            "name": task.name,
+            "description": task.description,
+            "category": task.category,
+        },
+        failed_call_ids=tuple(call.call_id for call in trial.history if call.status != "success"),
+    )
 
 
 def _code_root(trial: TrialContext) -> Path | None:

@@ -1,0 +1,127 @@
+"""Stage three of loading a task: its tools, imported from the pack's python module or served by MCP.
+
+``tools.agent.python`` is a dotted module path resolved like every other path of a task: from the
+task's folder first, then the pack root. Each module is imported once per load (tool_module.py
+imports it in isolation); a module that fails to import is reported on every task that names it
+when the caller asks for per-task reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tolokaforge.core.models import ToolDescription, ToolServer
+
+from .files import TaskFile
+from .problems import ProblemLog
+from .task_parts import resolve
+from .tool_module import PackTool, ToolModuleError, import_tool_module
+
+__all__ = ["ToolImporter", "python_tools", "tool_servers"]
+
+
+@dataclass
+class ToolImporter:
+    log: ProblemLog
+    per_task: bool = False
+    """Report a failed import on every task that uses the module, not only the first."""
+    _modules: dict[str, dict[str, PackTool] | None] = field(
+        default_factory=dict[str, "dict[str, PackTool] | None"]
+    )
+    _errors: dict[str, str] = field(default_factory=dict[str, str])
+
+    def module_path(self, written: str, folder: Path) -> str:
+        """The dotted path, relative to the pack root, of the module ``written`` names from ``folder``."""
+        relative = Path(*written.split("."))
+        for candidate in (folder / relative, self.log.root / relative):
+            if candidate.with_suffix(".py").is_file() or candidate.is_dir():
+                inside = candidate.resolve().relative_to(self.log.root.resolve())
+                return ".".join(inside.parts)
+        return written
+
+    def tools(self, written: str, folder: Path, file: Path, key: str) -> dict[str, PackTool] | None:
+        module_path = self.module_path(written, folder)
+        if module_path not in self._modules:
+            try:
+                self._modules[module_path] = import_tool_module(self.log.root, module_path)
+            except ToolModuleError as error:
+                self._modules[module_path] = None
+                self._errors[module_path] = str(error)
+                self.log.add(file, key, str(error))
+        elif self._modules[module_path] is None and self.per_task:
+            self.log.add(file, key, self._errors[module_path])
+        return self._modules[module_path]
+
+
+def python_tools(
+    importer: ToolImporter, spec: TaskFile, file: Path
+) -> tuple[list[ToolDescription], list[ToolDescription]]:
+    """The agent's and the user's tools from ``tools.agent.python``, as ``enabled`` picks them."""
+    log = importer.log
+    tools = spec.tools
+    agent = tools.agent if tools is not None else None
+    user_names = tools.user.enabled if tools is not None and tools.user is not None else []
+    if agent is None or agent.python is None:
+        if user_names:
+            log.add(
+                file, "tools.user.enabled", "user tools need tools.agent.python (the module they live in)"
+            )
+        if agent is not None and agent.mcp_server is None and agent.enabled:
+            log.add(
+                file,
+                "tools.agent.enabled",
+                f"no tool source provides {', '.join(map(repr, agent.enabled))}: give tools.agent.python "
+                "or tools.agent.mcp_server (built-in tools are not provided by name)",
+            )
+        return [], []
+    module = importer.tools(agent.python, file.parent, file, "tools.agent.python")
+    if module is None:
+        return [], []
+    if agent.enabled is None:
+        agent_names = [name for name, tool in module.items() if tool.side != "user"]
+    else:
+        agent_names = agent.enabled
+    picked: dict[str, list[ToolDescription]] = {"agent": [], "user": []}
+    for side, names, key in (
+        ("agent", agent_names, "tools.agent.enabled"),
+        ("user", user_names, "tools.user.enabled"),
+    ):
+        for index, name in enumerate(names):
+            tool = module.get(name)
+            if tool is None:
+                log.add(
+                    file, f"{key}[{index}]", f"no tool {name!r} in {agent.python!r} ({', '.join(module)})"
+                )
+            elif tool.side is not None and tool.side != side:
+                log.add(file, f"{key}[{index}]", f"tool {name!r} is a {tool.side}-side tool")
+            else:
+                picked[side].append(tool.description)
+    return picked["agent"], picked["user"]
+
+
+def tool_servers(log: ProblemLog, spec: TaskFile, file: Path) -> list[ToolServer]:
+    """``tools.agent.mcp_server``: one stdio MCP server per trial, run by the runner from the pack's code.
+
+    The script travels in the pack's code bundle, so it must live inside the pack; its tools are the
+    ones the server lists (``tools.agent.enabled`` picks some when the task has no python module).
+    """
+    agent = spec.tools.agent if spec.tools is not None else None
+    if agent is None or agent.mcp_server is None:
+        return []
+    found = resolve(log.root, agent.mcp_server, file.parent)
+    if found is None or not found.is_file():
+        log.add(file, "tools.agent.mcp_server", f"file {agent.mcp_server!r} not found")
+        return []
+    if not found.is_relative_to(log.root.resolve()) or found.suffix != ".py":
+        log.add(file, "tools.agent.mcp_server", "must be a .py file inside the pack (it ships with its code)")
+        return []
+    return [
+        ToolServer(
+            name="mcp",
+            protocol="mcp",
+            script=found.relative_to(log.root.resolve()).as_posix(),
+            actor="agent",
+            enabled=agent.enabled if agent.python is None else None,
+        )
+    ]

@@ -118,7 +118,10 @@ async def test_a_suite_that_cannot_import_fails_the_grade_by_default(graded: Any
     assert response.success, response.error
     grade = response.grade
     assert (grade.components.custom_checks, grade.score, grade.binary_pass) == (0.0, 0.0, False)
-    assert "Custom checks: score=0.00, the suite failed to run — importing the checks file raised" in grade.reasons
+    assert (
+        "Custom checks: score=0.00, the suite failed to run — importing the checks file raised"
+        in grade.reasons
+    )
 
 
 async def test_declared_style_checks_read_the_check_context(graded: Any) -> None:

@@ -73,7 +73,7 @@ class HashFile(_Strict):
     enabled: bool = False
     weight: float | None = Field(default=None, ge=0, le=1)
     description: str = ""
-    """Public style: what the hash check stands for; shown in the grade's reasons."""
+    """Public style: what the hash check stands for, for the pack's readers (the grade names the verdict)."""
     golden_actions: list[GoldenActionFile] = []
     expected_state_hash: str | None = None
     """Public style; refused (a literal digest of another hash algorithm grades nothing here)."""

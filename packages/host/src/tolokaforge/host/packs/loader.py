@@ -203,7 +203,9 @@ def _load_task(load: _Load, task_file: Path, pack_file: Path, code: ToolCode | N
     spec = log.validate(TaskFile, merged, task_file, key_file=key_file)
     if spec is None:
         # The task file is broken, but its grading file is read anyway: one pass reports both.
-        _grading_file(load, merged.get("grading"), folder, task_file)
+        grading_file, grading_path = _grading_file(load, merged.get("grading"), folder, task_file)
+        if grading_file is not None:
+            to_grading_config(log, grading_file, file=grading_path, folder=folder, initial_state=None)
         return None
 
     prompt = text_or_file(log, spec.system_prompt, folder, task_file, "system_prompt")

@@ -1,0 +1,95 @@
+"""A pack written in the public Tolokaforge style validates, grades 1.0 on its golden path, and fails
+a wrong path with the right reasons; every configured component is evaluated."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tolokaforge.host.agents import GoldenAgentFactory
+from tolokaforge.host.agents.scripted import ScriptedAgentFactory, load_script
+from tolokaforge.host.packs import load_pack
+from tolokaforge.host.run import RunSettings, run_pack
+from tolokaforge.host.users.router import UserRouter
+
+LIBRARY = Path(__file__).parent / "fixtures" / "packs" / "library"
+
+
+def _grade(output: Path, task_id: str) -> dict[str, Any]:
+    return yaml.safe_load((output / "trials" / task_id / "0" / "grade.yaml").read_text())
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> Path:
+    target = tmp_path / "library"
+    shutil.copytree(LIBRARY, target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+async def test_golden_path_grades_one_with_every_component_evaluated(library: Path, tmp_path: Path) -> None:
+    pack = load_pack(library)
+    out = tmp_path / "out"
+    summary = await run_pack(pack, GoldenAgentFactory(), UserRouter(), RunSettings(output=out))
+    grade = _grade(out, "lend_book")
+    assert (summary.pass_rate, summary.mean_score) == (1.0, 1.0), grade
+    assert grade["components"] == {
+        "state_checks": 1.0,
+        "transcript_rules": 1.0,
+        "custom_checks": 1.0,
+        "llm_judge": None,
+        "trace_checks": None,
+    }
+    reasons: list[str] = grade["reasons"]
+    assert "Custom checks: score=1.00 (3 passed, 0 failed, 0 skipped, 0 errored)" in reasons
+
+
+async def test_a_wrong_path_fails_with_the_reasons(library: Path, tmp_path: Path) -> None:
+    pack = load_pack(library)
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "content": "",
+                    "tool_calls": [{"name": "find_book", "arguments": {"isbn": "978-0441478125"}}],
+                },
+                {"content": "Sorry, I cannot lend it today.", "done": True},
+            ]
+        )
+    )
+    out = tmp_path / "out"
+    await run_pack(pack, ScriptedAgentFactory(load_script(script)), UserRouter(), RunSettings(output=out))
+    grade = _grade(out, "lend_book")
+    assert grade["binary_pass"] is False
+    reasons: list[str] = grade["reasons"]
+    text = " | ".join(reasons)
+    assert "loan_has_the_standard_period failed: M-7 has no loan" in text
+    assert "told_the_member failed: the loan period was never stated" in text
+    assert "one copy left on the shelf" in text
+
+
+async def test_a_checks_file_that_cannot_import_fails_the_grade(library: Path, tmp_path: Path) -> None:
+    grading = library / "tasks" / "lend_book" / "grading.yaml"
+    data = yaml.safe_load(grading.read_text())
+    data["custom_checks"]["relative_imports"] = []  # checks.py imports loan_rules from there
+    grading.write_text(yaml.safe_dump(data))
+    out = tmp_path / "out"
+    summary = await run_pack(load_pack(library), GoldenAgentFactory(), UserRouter(), RunSettings(output=out))
+    grade = _grade(out, "lend_book")
+    assert summary.pass_rate == 0.0
+    reasons: list[str] = grade["reasons"]
+    assert grade["components"]["custom_checks"] == 0.0
+    assert any("No module named 'loan_rules'" in r for r in reasons)
+
+
+def test_the_task_folders_tools_module_wins_over_the_pack_roots(library: Path) -> None:
+    task = load_pack(library).task("lend_book").task
+    assert [tool.source.module_path for tool in task.agent_tools] == ["tasks.lend_book.tools"] * 2
+    assert "Never lend a book that has no available copy." in task.system_prompt
+    assert task.user_simulator is not None and task.user_simulator.scripted_flow == [
+        {"user": "Thanks, that's all."}
+    ]

@@ -93,3 +93,22 @@ def test_the_task_folders_tools_module_wins_over_the_pack_roots(library: Path) -
     assert task.user_simulator is not None and task.user_simulator.scripted_flow == [
         {"user": "Thanks, that's all."}
     ]
+
+
+async def test_an_explicitly_forgiven_suite_is_unscored_and_says_so(library: Path, tmp_path: Path) -> None:
+    grading = library / "tasks" / "lend_book" / "grading.yaml"
+    data = yaml.safe_load(grading.read_text())
+    data["custom_checks"].update(relative_imports=[], fail_on_error=False)
+    grading.write_text(yaml.safe_dump(data))
+    out = tmp_path / "out"
+    summary = await run_pack(load_pack(library), GoldenAgentFactory(), UserRouter(), RunSettings(output=out))
+    grade = _grade(out, "lend_book")
+    reasons: list[str] = grade["reasons"]
+    assert grade["components"]["custom_checks"] is None and grade["unscored"] == ["custom_checks"]
+    assert any(
+        r.startswith("Custom checks: unscored (fail_on_error: false), the suite failed to run")
+        for r in reasons
+    )
+    written = yaml.safe_load((out / "summary.yaml").read_text())
+    assert summary.unscored() == {"custom_checks": 1} == written["unscored_components"]
+    assert written["per_trial"][0]["unscored"] == ["custom_checks"]

@@ -16,7 +16,7 @@ from .agents.base import AgentFactory
 from .conductor import TrialOutcome, TrialSettings, run_trial
 from .errors import ConfigError
 from .packs.loader import LoadedTask, Pack
-from .results import is_finished, trial_dir, write_outcome
+from .results import configured_components, is_finished, trial_dir, write_outcome
 from .runner_client import open_runner
 from .summary import RunSummary, summarise, write_summary
 from .users.base import UserSimulatorFactory
@@ -99,7 +99,7 @@ async def run_pack(
             async def one(loaded: LoadedTask, index: int) -> None:
                 async with gate:
                     outcome = await run_trial(runner, loaded, index, agents, users, trial_settings)
-                write_outcome(settings.output, outcome)
+                write_outcome(settings.output, outcome, configured_components(loaded.task.grading))
                 observer.trial_done(outcome)
 
             async with asyncio.TaskGroup() as group:

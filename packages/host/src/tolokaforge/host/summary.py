@@ -30,6 +30,8 @@ class TrialRow:
     cost_usd: float | None
     wall_time_s: float
     tool_calls: int
+    unscored: tuple[str, ...] = ()
+    """Components the task configured that this trial's grade left unscored."""
 
 
 @dataclass
@@ -68,6 +70,14 @@ class RunSummary:
         costs = [row.cost_usd for row in self.rows]
         return None if any(cost is None for cost in costs) else sum(cost or 0.0 for cost in costs)
 
+    def unscored(self) -> dict[str, int]:
+        """Per component, how many graded trials left it unscored although the task configured it."""
+        counts: dict[str, int] = {}
+        for row in self.rows:
+            for name in row.unscored:
+                counts[name] = counts.get(name, 0) + 1
+        return counts
+
     def terminations(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for row in self.rows:
@@ -90,6 +100,7 @@ class RunSummary:
             f"pass^{k}": self.pass_hat(k),
             "mean_score": self.mean_score,
             "graded": sum(row.score is not None for row in self.rows),
+            "unscored_components": self.unscored(),
             "grading_errors": sum(row.grading_error is not None for row in self.rows),
             "terminations": self.terminations(),
             "tokens": self.tokens,
@@ -104,6 +115,7 @@ class RunSummary:
                     "score": row.score,
                     "termination_reason": row.termination,
                     "grading_error": row.grading_error,
+                    "unscored": list(row.unscored),
                 }
                 for row in self.rows
             ],
@@ -131,6 +143,7 @@ def summarise(output: Path, keys: Sequence[tuple[str, int]], summary: RunSummary
                 cost_usd=metrics.get("cost_usd"),
                 wall_time_s=float(metrics.get("wall_time_s") or 0.0),
                 tool_calls=int(metrics.get("tool_calls") or 0),
+                unscored=tuple(str(name) for name in grade.get("unscored") or ()),
             )
         )
     return summary

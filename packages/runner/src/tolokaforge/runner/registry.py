@@ -29,6 +29,7 @@ from .state.mirror import TrialMirror
 from .tools import ToolRegistry, load_python_tool
 from .tools.remote import ToolSourceSession
 from .tools.servers import ServerPlaces, start_tool_servers
+from .tools.state_sync import bind_state, push_state
 from .trial import TrialContext
 
 __all__ = ["INITIALIZED_SNAPSHOT", "TrialRegistry"]
@@ -98,6 +99,9 @@ class TrialRegistry:
             sources = await self._start_servers(
                 spec.task, trial_id, workspace, code_root, agent_tools, user_tools
             )
+            # A server keeping its tables in-process starts from the trial's, and reports back after each call.
+            bind_state(sources, mirror)
+            await push_state(sources, mirror.tables)
             trial = TrialContext(
                 spec=spec,
                 agent_tools=agent_tools,

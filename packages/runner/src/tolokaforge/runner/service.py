@@ -41,6 +41,7 @@ from .errors import RegistrationError, TrialNotFoundError
 from .executor import ToolExecutor
 from .grading import grade_trial
 from .registry import TrialRegistry
+from .tools.state_sync import push_state
 
 __all__ = ["RunnerServicer"]
 
@@ -153,6 +154,7 @@ class RunnerServicer(RunnerServiceBase):
             async with trial.lock:
                 hashes = await trial.mirror.client.reset(trial.trial_id)
                 await trial.mirror.reload()
+                await push_state(trial.sources, trial.mirror.tables)
             if message.execute_init_actions:
                 await self.registry.run_initialization_actions(trial)
                 hashes = await trial.mirror.client.get_hashes(trial.trial_id)

@@ -63,6 +63,16 @@ def import_tool_module(root: Path, module_path: str) -> dict[str, PackTool]:
     except Exception as error:  # the pack's import-time failure is the pack's defect, reported as such
         raise ToolModuleError(f"importing {module_path!r} raised {type(error).__name__}: {error}") from error
     tools: dict[str, PackTool] = {}
+    declared = getattr(module, "TOOLS", None)
+    if isinstance(declared, dict):
+        # Public style: TOOLS maps names to classes that may live in a helper package imported by
+        # sys.path (tau_tools/); the runner finds each by its key in this module's TOOLS.
+        for key, cls in cast(dict[str, Any], declared).items():
+            tool = _describe(cast(type, cls), package, holder=(module_path, str(key)))
+            tools[tool.description.name] = tool
+        if not tools:
+            raise ToolModuleError(f"module {module_path!r} declares no tools (its TOOLS is empty)")
+        return tools
     for cls in _tool_classes(module):
         tool = _describe(cls, package)
         if tool.description.name in tools:
@@ -75,9 +85,6 @@ def import_tool_module(root: Path, module_path: str) -> dict[str, PackTool]:
 
 def _tool_classes(module: ModuleType) -> list[type]:
     declared = getattr(module, "TOOLS", None)
-    if isinstance(declared, dict):
-        # Public style: TOOLS maps each tool's name to its class.
-        return [cast(type, item) for item in cast(dict[str, Any], declared).values()]
     if declared is not None:
         return [cast(type, item) for item in cast(list[Any], declared)]
     # Without TOOLS, every class defined in the module that looks like a tool is one.
@@ -88,7 +95,8 @@ def _tool_classes(module: ModuleType) -> list[type]:
     ]
 
 
-def _describe(cls: type, package: str) -> PackTool:
+def _describe(cls: type, package: str, *, holder: tuple[str, str] | None = None) -> PackTool:
+    """``holder`` (module path, TOOLS key) names where a dict-declared class is found instead of its module."""
     label = getattr(cls, "__name__", repr(cls))
     get_info = getattr(cls, "get_info", None)
     if not callable(get_info) or not callable(getattr(cls, "invoke", None)):
@@ -100,8 +108,9 @@ def _describe(cls: type, package: str) -> PackTool:
     except Exception as error:
         raise ToolModuleError(f"{label}.get_info() is not an OpenAI function schema: {error}") from error
     module_name = cls.__module__
-    if not module_name.startswith(package + "."):
+    if holder is None and not module_name.startswith(package + "."):
         raise ToolModuleError(f"tool class {label} is defined outside the pack ({module_name})")
+    module_path, class_name = holder or (module_name[len(package) + 1 :], cls.__name__)
     category = getattr(cls, "category", None)
     timeout = getattr(cls, "timeout_s", None)
     side = getattr(cls, "side", None)
@@ -109,7 +118,7 @@ def _describe(cls: type, package: str) -> PackTool:
         name=name,
         description=str(function.get("description", "")),
         parameters=cast(dict[str, Any], function.get("parameters") or {"type": "object", "properties": {}}),
-        source=ToolSource(module_path=module_name[len(package) + 1 :], class_name=cls.__name__),
+        source=ToolSource(module_path=module_path, class_name=class_name),
         category=category if category in _CATEGORIES else None,
         timeout_s=float(timeout) if isinstance(timeout, int | float) and timeout > 0 else None,
     )

@@ -4,6 +4,7 @@ a wrong path with the right reasons; every configured component is evaluated."""
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,17 @@ async def test_golden_path_grades_one_with_every_component_evaluated(library: Pa
     }
     reasons: list[str] = grade["reasons"]
     assert "Custom checks: score=1.00 (3 passed, 0 failed, 0 skipped, 0 errored)" in reasons
+    assert _grade(out, "return_book")["reasons"][0] == "State: hash match"
+
+
+def test_a_module_shaped_mcp_server_file_loads_as_python_tools(library: Path) -> None:
+    task = load_pack(library).task("return_book").task
+    assert task.tool_servers == []
+    assert [(t.name, t.source.module_path, t.source.class_name) for t in task.agent_tools] == [
+        ("list_loans", "tasks.return_book.mcp_server", "list_loans"),
+        ("return_book", "tasks.return_book.mcp_server", "return_book"),
+    ]
+    assert "tau_tools" not in sys.modules  # the plain-named helper package was not left behind
 
 
 async def test_a_wrong_path_fails_with_the_reasons(library: Path, tmp_path: Path) -> None:
@@ -62,7 +74,8 @@ async def test_a_wrong_path_fails_with_the_reasons(library: Path, tmp_path: Path
         )
     )
     out = tmp_path / "out"
-    await run_pack(pack, ScriptedAgentFactory(load_script(script)), UserRouter(), RunSettings(output=out))
+    settings = RunSettings(output=out, task_ids=("lend_book",))
+    await run_pack(pack, ScriptedAgentFactory(load_script(script)), UserRouter(), settings)
     grade = _grade(out, "lend_book")
     assert grade["binary_pass"] is False
     reasons: list[str] = grade["reasons"]
@@ -78,7 +91,8 @@ async def test_a_checks_file_that_cannot_import_fails_the_grade(library: Path, t
     data["custom_checks"]["relative_imports"] = []  # checks.py imports loan_rules from there
     grading.write_text(yaml.safe_dump(data))
     out = tmp_path / "out"
-    summary = await run_pack(load_pack(library), GoldenAgentFactory(), UserRouter(), RunSettings(output=out))
+    settings = RunSettings(output=out, task_ids=("lend_book",))
+    summary = await run_pack(load_pack(library), GoldenAgentFactory(), UserRouter(), settings)
     grade = _grade(out, "lend_book")
     assert summary.pass_rate == 0.0
     reasons: list[str] = grade["reasons"]
@@ -101,7 +115,8 @@ async def test_an_explicitly_forgiven_suite_is_unscored_and_says_so(library: Pat
     data["custom_checks"].update(relative_imports=[], fail_on_error=False)
     grading.write_text(yaml.safe_dump(data))
     out = tmp_path / "out"
-    summary = await run_pack(load_pack(library), GoldenAgentFactory(), UserRouter(), RunSettings(output=out))
+    settings = RunSettings(output=out, task_ids=("lend_book",))
+    summary = await run_pack(load_pack(library), GoldenAgentFactory(), UserRouter(), settings)
     grade = _grade(out, "lend_book")
     reasons: list[str] = grade["reasons"]
     assert grade["components"]["custom_checks"] is None and grade["unscored"] == ["custom_checks"]

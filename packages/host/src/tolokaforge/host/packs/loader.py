@@ -29,7 +29,7 @@ from .grading import to_grading_config
 from .problems import ProblemLog
 from .task_parts import initial_state, policy_text, resolve, text_or_file, user_simulator
 from .tool_module import bundle_files
-from .tool_sources import ToolImporter, python_tools, tool_servers
+from .tool_sources import ToolImporter, module_shaped_tools, python_tools, tool_servers
 
 __all__ = ["BrokenTask", "LoadedTask", "Pack", "PackReport", "inspect_pack", "load_pack", "resolve_pack_root"]
 
@@ -213,7 +213,10 @@ def _load_task(load: _Load, task_file: Path, pack_file: Path, code: ToolCode | N
     state = initial_state(log, spec, folder, task_file)
     simulator = user_simulator(log, spec, task_file)
     agent_tools, user_tools = python_tools(load.importer, spec, task_file)
-    servers = tool_servers(log, spec, task_file)
+    servers = tool_servers(load.importer, spec, task_file)
+    if isinstance(servers, str):
+        agent_tools, user_tools = module_shaped_tools(load.importer, spec, task_file, servers)
+        servers = []
     grading_file, grading_path = _grading_file(load, spec.grading, folder, task_file)
     grading = None
     if grading_file is not None:

@@ -24,8 +24,16 @@ from types import ModuleType
 from typing import Any, cast
 
 from tolokaforge.core.models import ToolCode, ToolDescription, ToolSource
+from tolokaforge.core.pack_imports import imported_in_isolation
 
-__all__ = ["PackTool", "ToolModuleError", "bundle_files", "import_tool_module", "mount_pack"]
+__all__ = [
+    "PackTool",
+    "ToolModuleError",
+    "bundle_files",
+    "import_tool_module",
+    "is_module_shaped",
+    "mount_pack",
+]
 
 _PREFIX = "_tolokaforge_pack_"
 _CATEGORIES = ("read", "write", "compute")
@@ -59,7 +67,7 @@ def import_tool_module(root: Path, module_path: str) -> dict[str, PackTool]:
     """Import ``module_path`` (dotted, relative to the pack root) and describe its tools by name."""
     package = mount_pack(root)
     try:
-        module = importlib.import_module(f"{package}.{module_path}")
+        module = imported_in_isolation(f"{package}.{module_path}", root, package)
     except Exception as error:  # the pack's import-time failure is the pack's defect, reported as such
         raise ToolModuleError(f"importing {module_path!r} raised {type(error).__name__}: {error}") from error
     tools: dict[str, PackTool] = {}
@@ -81,6 +89,20 @@ def import_tool_module(root: Path, module_path: str) -> dict[str, PackTool]:
     if not tools:
         raise ToolModuleError(f"module {module_path!r} declares no tool classes (TOOLS is empty or missing)")
     return tools
+
+
+def is_module_shaped(root: Path, module_path: str) -> bool:
+    """Whether an ``mcp_server`` file is a plain module of tools rather than a server to run.
+
+    Such a module (public style) exposes ``TOOLS`` as a name -> class dict and ``invoke_tool``; it
+    never starts a server, so its tools are loaded as python tools.
+    """
+    package = mount_pack(root)
+    try:
+        module = imported_in_isolation(f"{package}.{module_path}", root, package)
+    except Exception as error:  # reported as the pack's defect, like any tool module
+        raise ToolModuleError(f"importing {module_path!r} raised {type(error).__name__}: {error}") from error
+    return isinstance(getattr(module, "TOOLS", None), dict) and callable(getattr(module, "invoke_tool", None))
 
 
 def _tool_classes(module: ModuleType) -> list[type]:

@@ -16,9 +16,9 @@ from tolokaforge.core.models import ToolDescription, ToolServer
 from .files import TaskFile
 from .problems import ProblemLog
 from .task_parts import resolve
-from .tool_module import PackTool, ToolModuleError, import_tool_module
+from .tool_module import PackTool, ToolModuleError, import_tool_module, is_module_shaped
 
-__all__ = ["ToolImporter", "python_tools", "tool_servers"]
+__all__ = ["ToolImporter", "module_shaped_tools", "python_tools", "tool_servers"]
 
 
 @dataclass
@@ -63,7 +63,7 @@ def python_tools(
     agent = tools.agent if tools is not None else None
     user_names = tools.user.enabled if tools is not None and tools.user is not None else []
     if agent is None or agent.python is None:
-        if user_names:
+        if user_names and (agent is None or agent.mcp_server is None):
             log.add(
                 file, "tools.user.enabled", "user tools need tools.agent.python (the module they live in)"
             )
@@ -76,12 +76,34 @@ def python_tools(
             )
         return [], []
     module = importer.tools(agent.python, file.parent, file, "tools.agent.python")
+    return _pick(log, module, agent.python, agent.enabled, user_names, file)
+
+
+def module_shaped_tools(
+    importer: ToolImporter, spec: TaskFile, file: Path, module_path: str
+) -> tuple[list[ToolDescription], list[ToolDescription]]:
+    """The tools of a module-shaped ``mcp_server`` file, loaded as python tools."""
+    tools = spec.tools
+    assert tools is not None and tools.agent is not None
+    user_names = tools.user.enabled if tools.user is not None else []
+    module = importer.tools(module_path, importer.log.root, file, "tools.agent.mcp_server")
+    return _pick(importer.log, module, module_path, tools.agent.enabled, user_names, file)
+
+
+def _pick(
+    log: ProblemLog,
+    module: dict[str, PackTool] | None,
+    written: str,
+    enabled: list[str] | None,
+    user_names: list[str],
+    file: Path,
+) -> tuple[list[ToolDescription], list[ToolDescription]]:
     if module is None:
         return [], []
-    if agent.enabled is None:
+    if enabled is None:
         agent_names = [name for name, tool in module.items() if tool.side != "user"]
     else:
-        agent_names = agent.enabled
+        agent_names = enabled
     picked: dict[str, list[ToolDescription]] = {"agent": [], "user": []}
     for side, names, key in (
         ("agent", agent_names, "tools.agent.enabled"),
@@ -90,9 +112,7 @@ def python_tools(
         for index, name in enumerate(names):
             tool = module.get(name)
             if tool is None:
-                log.add(
-                    file, f"{key}[{index}]", f"no tool {name!r} in {agent.python!r} ({', '.join(module)})"
-                )
+                log.add(file, f"{key}[{index}]", f"no tool {name!r} in {written!r} ({', '.join(module)})")
             elif tool.side is not None and tool.side != side:
                 log.add(file, f"{key}[{index}]", f"tool {name!r} is a {tool.side}-side tool")
             else:
@@ -100,12 +120,15 @@ def python_tools(
     return picked["agent"], picked["user"]
 
 
-def tool_servers(log: ProblemLog, spec: TaskFile, file: Path) -> list[ToolServer]:
+def tool_servers(importer: ToolImporter, spec: TaskFile, file: Path) -> list[ToolServer] | str:
     """``tools.agent.mcp_server``: one stdio MCP server per trial, run by the runner from the pack's code.
 
     The script travels in the pack's code bundle, so it must live inside the pack; its tools are the
     ones the server lists (``tools.agent.enabled`` picks some when the task has no python module).
+    A module-shaped file (``TOOLS`` dict and ``invoke_tool``, no server) is not run: its dotted module
+    path is returned instead, for its tools to load as python tools.
     """
+    log = importer.log
     agent = spec.tools.agent if spec.tools is not None else None
     if agent is None or agent.mcp_server is None:
         return []
@@ -116,6 +139,19 @@ def tool_servers(log: ProblemLog, spec: TaskFile, file: Path) -> list[ToolServer
     if not found.is_relative_to(log.root.resolve()) or found.suffix != ".py":
         log.add(file, "tools.agent.mcp_server", "must be a .py file inside the pack (it ships with its code)")
         return []
+    relative = found.relative_to(log.root.resolve())
+    module_path = ".".join(relative.with_suffix("").parts)
+    if agent.python is None:
+        try:
+            if is_module_shaped(log.root, module_path):
+                return module_path
+        except ToolModuleError as error:
+            log.add(file, "tools.agent.mcp_server", str(error))
+            return []
+    if spec.tools is not None and spec.tools.user is not None and spec.tools.user.enabled:
+        log.add(
+            file, "tools.user.enabled", "an MCP server serves the agent only; user tools need a python module"
+        )
     return [
         ToolServer(
             name="mcp",

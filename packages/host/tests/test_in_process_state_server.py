@@ -27,6 +27,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("water_plant", {"plant_id": "P-2", "litres": 2.0}),
     ("water_plant", {"plant_id": "P-9", "litres": 1.0}),  # a ToolError: no change
     ("pot_cuttings", {"cuttings": [{"species": "thyme", "bed": "B4"}]}),
+    ("pot_cuttings", {"cuttings": [{"species": "cactus", "bed": "B4"}]}),  # refused by the data file
 ]
 
 
@@ -52,7 +53,11 @@ async def test_golden_path_grades_one_through_the_server_and_as_python_tools(
 
 async def test_the_servers_state_hashes_like_the_python_tools_and_resets(greenhouse: Path) -> None:
     pack = load_pack(greenhouse)
-    hashes: dict[str, str] = {}
+    code = pack.tool_code
+    assert (
+        code is not None and code.files is not None and "tau_tools/species.json" in code.files
+    )  # data travels
+    hashes: dict[str, tuple[str, list[str]]] = {}
     async with open_runner(None) as runner:
         host, port = runner.address.rsplit(":", 1)
         channel = Channel(host, int(port))
@@ -77,10 +82,11 @@ async def test_the_servers_state_hashes_like_the_python_tools_and_resets(greenho
                     )
                     outputs.append(response.output)
                 assert json.loads(outputs[2]) == {"error": "no plant P-9", "details": ["known: P-1, P-2"]}
+                assert json.loads(outputs[4]) == {"error": "not grown here: cactus"}
                 state = await stub.get_state(GetStateRequest(trial_id=spec.trial_id))
                 tables = json.loads(state.state_json)
                 assert tables["plants"][1]["water_today"] == 2.5 and tables["plants"][2]["species"] == "thyme"
-                hashes[task_id] = state.stable_hash
+                hashes[task_id] = (state.stable_hash, outputs)  # the model reads the same on both paths
                 reset = await stub.reset_trial(ResetTrialRequest(trial_id=spec.trial_id))
                 assert reset.success, reset.error
                 again = await runner.execute(

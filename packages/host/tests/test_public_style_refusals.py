@@ -113,3 +113,16 @@ def test_a_custom_checks_import_folder_must_exist_inside_the_pack(library: Path)
     problems = _problems(library)
     assert "must lie inside the pack" in problems[(GRADING, "custom_checks.relative_imports[0]")]
     assert "folder 'nowhere' not found" in problems[(GRADING, "custom_checks.relative_imports[1]")]
+
+
+def test_declared_packages_missing_here_are_named(library: Path) -> None:
+    _edit(
+        library / "pack.yaml",
+        lambda d: d.update(requires=["pyyaml", "no-such-dist-xyz", "pyyaml>=999", "!!"]),
+    )
+    problems = _problems(library)
+    pack = Path("library/pack.yaml")
+    assert (pack, "requires[0]") not in problems
+    assert problems[(pack, "requires[1]")] == "'no-such-dist-xyz' is not installed in this environment"
+    assert "the pack needs >=999" in problems[(pack, "requires[2]")]
+    assert "is not a requirement" in problems[(pack, "requires[3]")]

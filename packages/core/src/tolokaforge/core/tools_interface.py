@@ -153,8 +153,10 @@ class DomainToolRegistry:
                 except ToolError as error:
                     return error.to_result()
 
-            def served(**arguments: Any) -> Any:
-                return call(state(), arguments)
+            def served(**arguments: Any) -> str:
+                # Text, as a python tool's result is shown: the model reads the same thing on both paths.
+                result = call(state(), arguments)
+                return result if isinstance(result, str) else json.dumps(result, default=str)
 
             served.__name__ = name
             served.__doc__ = function.__doc__
@@ -165,11 +167,13 @@ class DomainToolRegistry:
                     for p in signature.parameters.values()
                     if p.name != "data"
                 ],
-                return_annotation=hints.get("return", signature.return_annotation),
+                return_annotation=str,
             )
-            served.__annotations__ = {k: v for k, v in hints.items() if k != "data"}
+            served.__annotations__ = {k: v for k, v in hints.items() if k not in ("data", "return")} | {
+                "return": str
+            }
             parameters = Tool.from_function(served, name=name, description=description).parameters
-            self._mcp.add_tool(served, name=name, description=description)
+            self._mcp.add_tool(served, name=name, description=description, structured_output=False)
             self.TOOLS[name] = _tool_class(function, description, parameters, call)
             return function
 

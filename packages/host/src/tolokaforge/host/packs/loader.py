@@ -27,6 +27,7 @@ from ..errors import PackLoadError, PackProblem
 from .files import GradingFile, PackFile, TaskFile
 from .grading import to_grading_config
 from .problems import ProblemLog
+from .requirements import check_requirements
 from .task_parts import initial_state, policy_text, resolve, text_or_file, user_simulator
 from .tool_module import bundle_files
 from .tool_sources import ToolImporter, module_shaped_tools, python_tools, tool_servers
@@ -139,6 +140,7 @@ def _inspect(path: Path, load: _Load) -> PackReport:
         raw = log.read_yaml(pack_file)
         if raw is not None:
             config = log.validate(PackFile, raw, pack_file) or config
+    check_requirements(log, config.requires, pack_file)
     load.defaults = dict(config.defaults)
     tasks_dir = root / "tasks"
     task_files = sorted(tasks_dir.rglob("task.yaml")) if tasks_dir.is_dir() else []

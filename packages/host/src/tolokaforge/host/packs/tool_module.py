@@ -5,7 +5,7 @@ second pack silently reuse the first one's modules. So each pack root is mounted
 package, ``_tolokaforge_pack_<digest of the root path>``, and its modules are imported beneath it
 (the pack's code imports its own modules relatively, ``from ._common import x``).
 
-The runner never reads the pack from disk: the pack's ``.py`` files travel in the TrialSpec as
+The runner never reads the pack from disk: the pack's text files (code and data) travel in the TrialSpec as
 ``ToolCode(files=...)`` so a runner on another machine loads exactly the same code, with the pack root
 as the bundle root (module paths and the custom-checks file are relative to it).
 """
@@ -148,11 +148,21 @@ def _describe(cls: type, package: str, *, holder: tuple[str, str] | None = None)
 
 
 def bundle_files(root: Path) -> ToolCode:
-    """Every ``.py`` file of the pack, by POSIX path relative to the root (caches and hidden dirs left out)."""
+    """Every text file of the pack by POSIX path relative to the root: code, and the data it opens.
+
+    A tool or server that reads a file relative to itself (JSON data, wiki pages) finds it on a
+    remote runner too. Caches, hidden folders and files that are not UTF-8 text stay behind (the
+    bundle carries text).
+    """
     files: dict[str, str] = {}
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
-        if any(part == "__pycache__" or part.startswith(".") for part in relative.parts):
+        if not path.is_file() or any(
+            part == "__pycache__" or part.startswith(".") for part in relative.parts
+        ):
             continue
-        files[relative.as_posix()] = path.read_text(encoding="utf-8")
+        try:
+            files[relative.as_posix()] = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
     return ToolCode(files=files)

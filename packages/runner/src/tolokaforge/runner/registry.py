@@ -109,7 +109,7 @@ class TrialRegistry:
                 mirror=mirror,
                 default_timeout_s=default_tool_timeout_s
                 if default_tool_timeout_s > 0
-                else self.default_timeout_s,
+                else spec.default_tool_timeout_s or self.default_timeout_s,
                 code_root=code_root,
                 workspace=workspace,
                 sources=sources,

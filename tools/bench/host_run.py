@@ -21,12 +21,16 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from tolokaforge.host.agents import GoldenAgentFactory
-from tolokaforge.host.packs import Pack, load_pack
-from tolokaforge.host.run import RunSettings, run_pack
-from tolokaforge.host.runner_client import RunnerClient
-from tolokaforge.host.trial_spec import build_trial_spec
-from tolokaforge.host.users.router import UserRouter
+from tolokaforge.host import (
+    GoldenAgentFactory,
+    Pack,
+    RunnerClient,
+    RunSettings,
+    UserRouter,
+    build_trial_spec,
+    load_pack,
+    run_pack,
+)
 from tolokaforge.runner import start_runner
 
 CONCURRENCIES = (1, 16)

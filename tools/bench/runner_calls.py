@@ -42,8 +42,8 @@ from tolokaforge.contracts.runner import (
     ToolMetrics,
 )
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
-from tolokaforge.db.server import serve_settings
-from tolokaforge.db.settings import Settings as DbSettings
+from tolokaforge.db import Settings as DbSettings
+from tolokaforge.db import serve_settings
 from tolokaforge.runner import RunnerSettings, start_runner
 
 PG_DSN = os.environ.get("TOLOKAFORGE_BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")

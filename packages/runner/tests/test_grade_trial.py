@@ -137,7 +137,7 @@ async def test_refusal_task_passes_when_nothing_changed(register: Any, episode: 
     assert (await ep.grade()).grade.binary_pass
     await ep.call("add_note", {"text": "forbidden"}, "c2")
     failed = await ep.grade()
-    assert not failed.grade.binary_pass and "1 added (notes[0])" in failed.grade.reasons
+    assert not failed.grade.binary_pass and "1 added (notes[#0])" in failed.grade.reasons
 
 
 async def test_unregistered_trial(stub: RunnerServiceStub) -> None:

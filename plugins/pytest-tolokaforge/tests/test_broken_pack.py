@@ -127,8 +127,8 @@ def test_each_breakage_fails_its_item_naming_the_problem(
     determinism = run.section(item(UNDECLARED_TIMESTAMP, "determinism"))
     assert "fields not declared unstable differ: tickets.created_at" in determinism
     undeclared, declared = determinism.split("differing fields declared unstable (expected):")
-    assert "tickets[40].created_at: " in undeclared and "ticket_id" not in undeclared
-    assert "tickets[40].ticket_id: " in declared
+    assert "tickets[#40].created_at: " in undeclared and "ticket_id" not in undeclared
+    assert "tickets[#40].ticket_id: " in declared
 
     assert "tasks checked: 6, passed: 2, failed: 4" in run.output
     assert (

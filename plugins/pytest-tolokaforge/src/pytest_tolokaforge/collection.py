@@ -30,15 +30,14 @@ import pytest
 from _pytest._code.code import TerminalRepr
 
 from tolokaforge.contracts.tool import OperationSchema
-from tolokaforge.host.errors import PackProblem
-from tolokaforge.host.packs import LoadedTask, PackReport
+from tolokaforge.host import LoadedTask, PackProblem, PackReport
 
 from .checks import RUNNER_CHECKS, TASK_CHECKS, RunnerCheck, TaskCheck, TaskContext
 from .checks.provider_contract import OPERATION_CHECKS, PROVIDER_CHECKS, OperationCheck, ProviderCheck
 from .errors import CheckFailure
 from .options import TASK_CHECKS as TASK_CHECK_ORDER
 from .provider import ProviderUnderTest
-from .session import ToloSession
+from .session import ToloSession, session_of
 
 __all__ = ["CheckItem", "PackNode", "ProviderItem", "ProviderNode", "RunnerNode", "TaskNode", "session_nodes"]
 
@@ -84,12 +83,6 @@ def _unique(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def _state(node: pytest.Item | pytest.Collector) -> ToloSession:
-    from .plugin import STATE_KEY
-
-    return node.config.stash[STATE_KEY]
-
-
 class PackNode(pytest.Collector):
     def __init__(self, *, report: PackReport, **kwargs: object) -> None:
         super().__init__(**kwargs)  # pyright: ignore[reportArgumentType, reportUnknownMemberType]
@@ -118,7 +111,7 @@ class TaskNode(pytest.Collector):
         self.problems = tuple(problems)
 
     def collect(self) -> Iterable[pytest.Item]:
-        checks = _state(self).settings.checks
+        checks = session_of(self.config).settings.checks
         pack = self.parent
         assert isinstance(pack, PackNode)
         if self.loaded is None:
@@ -127,7 +120,7 @@ class TaskNode(pytest.Collector):
                     CheckItem, self, name="load", check="load", task=self.name, run=_problems(self.problems)
                 )
             return
-        context = TaskContext(_state(self), pack.report.pack, self.loaded)
+        context = TaskContext(session_of(self.config), pack.report.pack, self.loaded)
         for check in TASK_CHECK_ORDER:
             if check in checks:
                 function = TASK_CHECKS[check]
@@ -160,7 +153,7 @@ def _problems(problems: Sequence[PackProblem]) -> RunCheck:
 
 class RunnerNode(pytest.Collector):
     def collect(self) -> Iterable[pytest.Item]:
-        state = _state(self)
+        state = session_of(self.config)
         for name, function in RUNNER_CHECKS.items():
             yield _child(
                 CheckItem, self, name=name, check="runner", task="", run=_bind_runner(function, state)
@@ -183,7 +176,7 @@ class CheckItem(pytest.Item):
 
     def runtest(self) -> None:
         try:
-            notes = _state(self).run(self._run(), timeout=ITEM_TIMEOUT_S)
+            notes = session_of(self.config).run(self._run(), timeout=ITEM_TIMEOUT_S)
         except CheckFailure as failure:
             self.user_properties.append(("tolokaforge_reason", failure.summary))
             raise
@@ -263,7 +256,7 @@ class ProviderItem(pytest.Item):
 
     def runtest(self) -> None:
         try:
-            notes = _state(self).run(self._run(), timeout=ITEM_TIMEOUT_S)
+            notes = session_of(self.config).run(self._run(), timeout=ITEM_TIMEOUT_S)
         except CheckFailure as failure:
             self.user_properties.append(("tolokaforge_reason", failure.summary))
             raise

@@ -35,28 +35,15 @@ from tolokaforge.core.transcript import (
     UserMessage,
     encode_transcript_wire,
 )
-from tolokaforge.host.errors import HostError
-from tolokaforge.host.packs import Pack
-from tolokaforge.host.trial_spec import build_trial_spec
+from tolokaforge.host import HostError, Pack, build_trial_spec
 
 from .errors import CheckFailure
 from .replay import RUN_ID
-from .session import RunnerConnection, ToloSession
+from .session import RunnerConnection, ToloSession, session_of
 
 __all__ = ["TolokaforgeRunner", "Trial", "TrialFactory"]
 
 _T = TypeVar("_T")
-
-
-def _session(config: pytest.Config) -> ToloSession:
-    from .plugin import STATE_KEY
-
-    state = config.stash.get(STATE_KEY, None)
-    if state is None:
-        pytest.fail(
-            "the tolokaforge fixtures need a pack: pass --tolokaforge-pack PATH (or ini tolokaforge_packs)"
-        )
-    return state
 
 
 @dataclass(frozen=True)
@@ -191,7 +178,7 @@ class TrialFactory:
 @pytest.fixture(scope="session")
 def tolokaforge_packs(request: pytest.FixtureRequest) -> tuple[Pack, ...]:
     """Every pack given, with the tasks that loaded."""
-    return tuple(report.pack for report in _session(request.config).load_packs())
+    return tuple(report.pack for report in session_of(request.config).load_packs())
 
 
 @pytest.fixture(scope="session")
@@ -203,7 +190,7 @@ def tolokaforge_pack(tolokaforge_packs: tuple[Pack, ...]) -> Pack:
 @pytest.fixture(scope="session")
 def tolokaforge_runner(request: pytest.FixtureRequest) -> TolokaforgeRunner:
     """The runner under test, opened once per session."""
-    state = _session(request.config)
+    state = session_of(request.config)
     try:
         connection = state.run(state.connection())
     except CheckFailure as error:

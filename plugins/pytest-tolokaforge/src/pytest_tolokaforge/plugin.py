@@ -20,11 +20,10 @@ import pytest
 from .collection import CheckItem, session_nodes
 from .fixtures import tolokaforge_pack, tolokaforge_packs, tolokaforge_runner, tolokaforge_trial
 from .options import add_options, read_settings
-from .session import ToloSession
+from .session import SESSION_KEY, ToloSession
 from .summary import SummaryRecorder
 
 __all__ = [
-    "STATE_KEY",
     "SUMMARY_KEY",
     "tolokaforge_pack",
     "tolokaforge_packs",
@@ -32,7 +31,6 @@ __all__ = [
     "tolokaforge_trial",
 ]
 
-STATE_KEY = pytest.StashKey[ToloSession]()
 SUMMARY_KEY = pytest.StashKey[SummaryRecorder]()
 
 
@@ -43,7 +41,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     settings = read_settings(config)
     if settings.active:
-        config.stash[STATE_KEY] = ToloSession(settings)
+        config.stash[SESSION_KEY] = ToloSession(settings)
         recorder = SummaryRecorder()
         config.stash[SUMMARY_KEY] = recorder
         config.pluginmanager.register(recorder, "tolokaforge-summary")
@@ -54,7 +52,7 @@ def pytest_make_collect_report(
     collector: pytest.Collector,
 ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
     report = yield
-    state = collector.config.stash.get(STATE_KEY, None)
+    state = collector.config.stash.get(SESSION_KEY, None)
     if state is not None and isinstance(collector, pytest.Session) and report.passed:
         report.result.extend(session_nodes(collector, state))
     return report
@@ -75,6 +73,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    state = config.stash.get(STATE_KEY, None)
+    state = config.stash.get(SESSION_KEY, None)
     if state is not None:
         state.close()

@@ -1,6 +1,6 @@
 """A tool provider under test: started once per session with the runner's own child-process pieces.
 
-The runner's :class:`~tolokaforge.runner.tools.child_process.ChildProcess` spawns the command in its own
+The runner's :class:`~tolokaforge.runner.ChildProcess` spawns the command in its own
 process group, reads the ``TOLOKAFORGE_TOOL_PROVIDER|<version>|tcp|<host:port>`` handshake and drains
 the pipes; the generated ``ToolProviderServiceStub`` does the talking. Describe, GetSchema and an empty
 Configure are asked once at start and kept; every Invoke is collected into an :class:`InvokeOutcome`.
@@ -35,7 +35,8 @@ from tolokaforge.contracts.tool import (
     ToolErrorCategory,
     ToolProviderServiceStub,
 )
-from tolokaforge.runner.tools.child_process import ChildProcess, Handshake, HandshakeError
+from tolokaforge.core.providers import Handshake, HandshakeError
+from tolokaforge.runner import ChildProcess
 
 __all__ = ["HANDSHAKE_DEADLINE_S", "INVOKE_TIMEOUT_S", "InvokeOutcome", "ProviderUnderTest", "details_object"]
 

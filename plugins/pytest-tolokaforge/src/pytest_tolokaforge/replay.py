@@ -21,12 +21,15 @@ from tolokaforge.contracts.runner import GetStateRequest, Grade
 from tolokaforge.core.models import ComponentName, TaskDescription
 from tolokaforge.core.termination import GRADEABLE_TERMINATION_REASONS
 from tolokaforge.core.transcript import encode_transcript_wire
-from tolokaforge.host.agents import GoldenAgentFactory
-from tolokaforge.host.episode import Episode, run_episode
-from tolokaforge.host.errors import HostError
-from tolokaforge.host.runner_client import RegisteredTrial
-from tolokaforge.host.trial_spec import build_trial_spec
-from tolokaforge.host.users.router import UserRouter
+from tolokaforge.host import (
+    Episode,
+    GoldenAgentFactory,
+    HostError,
+    RegisteredTrial,
+    UserRouter,
+    build_trial_spec,
+    run_episode,
+)
 
 from .session import ToloSession
 

@@ -20,18 +20,22 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import pytest
 from grpclib.client import Channel
 
 from tolokaforge.contracts.runner import RunnerServiceStub
-from tolokaforge.host.errors import HostError
-from tolokaforge.host.packs import PackReport, inspect_pack
-from tolokaforge.host.runner_client import RunnerClient, open_runner, parse_address
+from tolokaforge.host import HostError, PackReport, RunnerClient, inspect_pack, open_runner, parse_address
 
 from .errors import CheckFailure
 from .options import Settings
 from .provider import ProviderUnderTest
 
-__all__ = ["RunnerConnection", "ToloSession"]
+__all__ = [
+    "SESSION_KEY",
+    "RunnerConnection",
+    "ToloSession",
+    "session_of",
+]
 
 _T = TypeVar("_T")
 
@@ -153,3 +157,17 @@ class ToloSession:
         self._loop.stop()
         self._loop = None
         self._connection = None
+
+
+SESSION_KEY = pytest.StashKey[ToloSession]()
+"""Where pytest_configure keeps the one ToloSession of a run (absent when no pack or provider is given)."""
+
+
+def session_of(config: pytest.Config) -> ToloSession:
+    """The run's ToloSession; a clear failure when the plugin is not active."""
+    state = config.stash.get(SESSION_KEY, None)
+    if state is None:
+        pytest.fail(
+            "the tolokaforge fixtures need a pack: pass --tolokaforge-pack PATH (or ini tolokaforge_packs)"
+        )
+    return state

@@ -235,11 +235,13 @@ def create_app(
     store: Store | None = None,
     spec: ApiSpec | None = None,
     extra_routes: Sequence[BaseRoute] = (),
+    owns_store: bool = True,
 ) -> Starlette:
     """The app for ``settings``; ``store`` and ``spec`` default to what the settings name.
 
-    The lifespan starts the store and closes it. ``extra_routes`` exist for benchmarks (an echo route
-    beside the real ones); the service's own routes are always exactly the contract's.
+    The lifespan starts the store and closes it, unless ``owns_store`` is false (a store that is already
+    started and belongs to someone else). ``extra_routes`` exist for benchmarks (an echo route beside
+    the real ones); the service's own routes are always exactly the contract's.
     """
     spec = spec or ApiSpec.load(settings.spec_path)
     store = store or make_store(settings)
@@ -248,6 +250,9 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncGenerator[None, None]:
+        if not owns_store:
+            yield
+            return
         await store.start()
         try:
             yield

@@ -8,8 +8,9 @@ what you sent or what you got back cannot change the stored state.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, cast
 
 from tolokaforge.db.client import HealthInfo, StateHashes, VersionedState
@@ -47,6 +48,20 @@ class LocalStateClient:
     @property
     def service(self) -> Service:
         return self._service
+
+    @contextlib.asynccontextmanager
+    async def serve_http(self) -> AsyncGenerator[str, None]:
+        """Serve this client's store as the DB service over HTTP on an ephemeral loopback port; yield its
+        base URL. For processes that need a URL (MCP servers) while the store lives in this process. The
+        store is not closed when serving stops: it still belongs to this client."""
+        # Imported here: only the embedded runner that starts an MCP server pays for the HTTP stack.
+        from tolokaforge.db.app import create_app
+        from tolokaforge.db.server import serve_app
+        from tolokaforge.db.settings import Settings
+
+        app = create_app(Settings(), store=self._service.store, spec=self._service.spec, owns_store=False)
+        async with serve_app(app) as url:
+            yield url
 
     async def init_trial(
         self,

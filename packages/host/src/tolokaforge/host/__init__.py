@@ -1,24 +1,43 @@
 """Tolokaforge host: load a task pack, drive agents through a runner, grade, write results.
 
 The CLI is ``tolokaforge`` (:mod:`tolokaforge.host.cli`); the library entry points are
-:func:`load_pack` and :func:`run_pack`.
+:func:`load_pack` and :func:`run_pack`. The rest of ``__all__`` is what the pytest plugin and the
+benchmarks drive a trial with (a runner client, the TrialSpec builder, the golden agent, one episode);
+other packages import from here only (``lint-imports`` enforces it).
 """
 
 from __future__ import annotations
 
+from .agents import GoldenAgentFactory
+from .episode import Episode, run_episode
 from .errors import HostError, PackLoadError, PackProblem
-from .packs import LoadedTask, Pack, load_pack
+from .packs import LoadedTask, Pack, PackReport, inspect_pack, load_pack
 from .run import RunSettings, run_pack
+from .runner_client import RegisteredTrial, RunnerClient, open_runner, parse_address
 from .summary import RunSummary
+from .trial_spec import build_trial_spec, register_request
+from .users.router import UserRouter
 
 __all__ = [
+    "Episode",
+    "GoldenAgentFactory",
     "HostError",
     "LoadedTask",
     "Pack",
     "PackLoadError",
     "PackProblem",
+    "PackReport",
+    "RegisteredTrial",
     "RunSettings",
     "RunSummary",
+    "RunnerClient",
+    "UserRouter",
+    "build_trial_spec",
+    "inspect_pack",
     "load_pack",
+    "open_runner",
+    "parse_address",
+    "register_request",
+    "run_episode",
     "run_pack",
 ]

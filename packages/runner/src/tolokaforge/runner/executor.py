@@ -24,7 +24,7 @@ from jsonschema.exceptions import ValidationError
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.transcript.recorded import RecordedToolCall
-from tolokaforge.db.errors import DBServiceError
+from tolokaforge.db import DBServiceError
 
 from .errors import ToolFailure
 from .reactions import KeyedLocks, run_remote

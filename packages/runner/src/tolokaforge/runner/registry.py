@@ -19,8 +19,7 @@ from pydantic import ValidationError
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.core.models import TaskDescription, TrialSpec, describe_validation_error
 from tolokaforge.core.protocol import check_engine_protocol_version
-from tolokaforge.db.client import StateClient
-from tolokaforge.db.errors import ConflictError, DBServiceError, NotFoundError
+from tolokaforge.db import ConflictError, DBServiceError, NotFoundError, StateClient
 
 from .code_loader import load_code
 from .errors import DuplicateTrialError, RegistrationError, TrialNotFoundError, VersionSkewError

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from grpclib.server import Server
 
-from tolokaforge.db.client import StateClient
+from tolokaforge.db import StateClient
 
 from .executor import ToolExecutor
 from .registry import TrialRegistry
@@ -72,10 +72,10 @@ class RunnerHandle:
 
 async def _state_client(settings: RunnerSettings) -> tuple[StateClient, str]:
     if settings.db_url is None:
-        from tolokaforge.db.local_client import LocalStateClient
+        from tolokaforge.db import LocalStateClient
 
         return await LocalStateClient.open(), "memory"
-    from tolokaforge.db.http_client import HttpStateClient
+    from tolokaforge.db import HttpStateClient
 
     return HttpStateClient(settings.db_url), "http"
 

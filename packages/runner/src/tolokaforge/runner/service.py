@@ -34,7 +34,7 @@ from tolokaforge.contracts.runner import (
     ToolMetrics,
 )
 from tolokaforge.contracts.tool import ToolError, ToolErrorCategory
-from tolokaforge.db.errors import DBServiceError
+from tolokaforge.db import DBServiceError
 
 from . import __version__
 from .errors import RegistrationError, TrialNotFoundError

@@ -2,8 +2,8 @@
 
 With a remote DB service the URL is the one the runner uses. In the embedded memory mode there is no
 HTTP service, so the first trial that needs one starts the DB app on the runner's own store on an
-ephemeral loopback port; it lives until the runner closes (its lifespan closes the store, which only
-the runner's shutdown may do).
+ephemeral loopback port; it lives until the runner closes (the store stays the runner's: serving it
+never closes it).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from tolokaforge.db.client import StateClient
+from tolokaforge.db import LocalStateClient, StateClient
 
 __all__ = ["StateEndpoint"]
 
@@ -30,16 +30,10 @@ class StateEndpoint:
             return self._url
 
     async def _serve_local(self) -> str:
-        from tolokaforge.db.app import create_app
-        from tolokaforge.db.local_client import LocalStateClient
-        from tolokaforge.db.server import serve_app
-        from tolokaforge.db.settings import Settings
-
         if not isinstance(self._client, LocalStateClient):
             raise RuntimeError("no DB service URL is configured and the store is not in this process")
         stack = contextlib.AsyncExitStack()
-        app = create_app(Settings(), store=self._client.service.store, spec=self._client.service.spec)
-        url = await stack.enter_async_context(serve_app(app))
+        url = await stack.enter_async_context(self._client.serve_http())
         self._stack = stack
         return url
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tolokaforge.contracts.runner import ToolSchema
-from tolokaforge.host.errors import HostError
-from tolokaforge.host.packs import LoadedTask, Pack
-from tolokaforge.host.trial_spec import build_trial_spec
+from tolokaforge.host import HostError, LoadedTask, Pack, build_trial_spec
 
 from ..errors import CheckFailure
 from ..replay import RUN_ID, GoldenReplay, golden_replay, judged_task

@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import time
 
+from tolokaforge.core.state_diff import diff_states
+
 from ..errors import CheckFailure
 from ..replay import golden_replay, judged_task
-from ..state_diff import diff_states
 from .context import TaskContext
 
 __all__ = ["GAP_S", "check"]
@@ -35,7 +36,7 @@ async def check(ctx: TaskContext) -> list[str]:
     if first.stable_hash == second.stable_hash:
         return []
     unstable = {(field.table_name, field.field_name) for field in task.initial_state.unstable_fields}
-    differences = diff_states(first.state, second.state, unstable)
+    differences = diff_states(first.state, second.state, unstable).differences
     undeclared = [d for d in differences if not d.declared_unstable]
     declared = [d for d in differences if d.declared_unstable]
     if undeclared:

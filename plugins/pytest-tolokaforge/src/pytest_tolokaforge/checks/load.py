@@ -13,7 +13,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import ValidationError
 
 from tolokaforge.core.models import TrialSpec, describe_validation_error
-from tolokaforge.host.trial_spec import build_trial_spec, register_request
+from tolokaforge.host import build_trial_spec, register_request
 
 from ..errors import CheckFailure
 from ..replay import RUN_ID

@@ -28,7 +28,7 @@ from tolokaforge.contracts.runner import (
 )
 from tolokaforge.core.models import InitialState, TaskDescription
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION, MIN_ENGINE_PROTOCOL_VERSION
-from tolokaforge.host.trial_spec import build_trial_spec, register_request
+from tolokaforge.host import build_trial_spec, register_request
 
 from ..errors import CheckFailure
 from ..replay import RUN_ID

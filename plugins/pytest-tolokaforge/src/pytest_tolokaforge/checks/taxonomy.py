@@ -20,8 +20,7 @@ from tolokaforge.contracts.runner import (
     ToolSchema,
 )
 from tolokaforge.contracts.tool import ToolErrorCategory
-from tolokaforge.host.errors import HostError
-from tolokaforge.host.trial_spec import build_trial_spec
+from tolokaforge.host import HostError, build_trial_spec
 
 from ..errors import CheckFailure
 from ..invalid_args import invalid_arguments

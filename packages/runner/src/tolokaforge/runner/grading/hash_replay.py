@@ -14,14 +14,14 @@ from typing import Any
 
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.core.models import GoldenAction
-from tolokaforge.db.errors import NotFoundError
+from tolokaforge.core.state_diff import diff_states
+from tolokaforge.db import NotFoundError
 
 from ..executor import ToolExecutor
 from ..registry import INITIALIZED_SNAPSHOT
 from ..tools.state_sync import push_state
 from ..trial import TrialContext
 from .component import ComponentResult
-from .diff import compute_state_diff, summarise_diff
 from .errors import HashGradingFailed
 
 __all__ = ["PRE_GOLDEN_SNAPSHOT", "grade_hash"]
@@ -78,5 +78,8 @@ async def grade_hash(
         if golden_state is None:
             return ComponentResult("hash", 1.0, "State: hash match")
         trial_state = (await client.get_state(trial_id, stable=True)).tables
-    diff = compute_state_diff(golden_state, trial_state)
-    return ComponentResult("hash", 0.0, f"State: {summarise_diff(diff)}", extra={"state_diff": diff})
+    unstable = {(f.table_name, f.field_name) for f in trial.spec.task.initial_state.unstable_fields}
+    diff = diff_states(golden_state, trial_state, unstable)
+    # Stable states whose hashes differ always differ somewhere; "hash mismatch" is the honest fallback.
+    summary = diff.summary() if diff else "hash mismatch"
+    return ComponentResult("hash", 0.0, f"State: {summary}", extra={"state_diff": diff.to_json()})

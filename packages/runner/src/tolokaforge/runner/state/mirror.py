@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from tolokaforge.db.client import StateClient
+from tolokaforge.db import StateClient
 
 from .cow import CowTables, TableView, apply_changes, clone
 

@@ -14,27 +14,16 @@ import os
 import signal
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
-__all__ = ["HANDSHAKE_PREFIX", "ChildProcess", "Handshake", "HandshakeError"]
+from tolokaforge.core.providers import Handshake, HandshakeError, is_handshake_line, parse_handshake
 
-HANDSHAKE_PREFIX = "TOLOKAFORGE_TOOL_PROVIDER"
+__all__ = ["ChildProcess"]
+
 _TAIL_BYTES = 8192
 _STOP_GRACE_S = 1.0
-
-
-class HandshakeError(Exception):
-    """The child did not announce a usable address in time."""
-
-
-@dataclass(frozen=True)
-class Handshake:
-    protocol_version: int
-    host: str
-    port: int
 
 
 class ChildProcess:
@@ -88,13 +77,13 @@ class ChildProcess:
                             f"stderr: {self.stderr_tail()[-500:]!r}"
                         )
                     text = line.decode("utf-8", errors="replace").strip()
-                    if text.startswith(HANDSHAKE_PREFIX + "|"):
+                    if is_handshake_line(text):
                         break
         except TimeoutError as error:
             raise HandshakeError(f"no handshake line on stdout within {deadline_s:g}s") from error
         # From here on stdout is only ever drained.
         self._drains.append(asyncio.create_task(self._drain(stdout, keep=False)))
-        return _parse_handshake(text)
+        return parse_handshake(text)
 
     async def _drain(self, stream: asyncio.StreamReader, *, keep: bool) -> None:
         while True:
@@ -124,20 +113,6 @@ class ChildProcess:
         for task in self._drains:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-
-
-def _parse_handshake(text: str) -> Handshake:
-    parts = text.split("|")
-    if len(parts) != 4:
-        raise HandshakeError(f"malformed handshake line {text!r}: expected 4 '|'-separated fields")
-    _, version, network, address = parts
-    if network != "tcp":
-        raise HandshakeError(f"handshake names network {network!r}; only tcp is supported")
-    host, _, port = address.rpartition(":")
-    try:
-        return Handshake(int(version), host.strip("[]") or "127.0.0.1", int(port))
-    except ValueError as error:
-        raise HandshakeError(f"malformed handshake line {text!r}: {error}") from error
 
 
 def _descendants(pid: int) -> list[psutil.Process]:

@@ -38,15 +38,13 @@ from tolokaforge.contracts.tool import (
     ToolProviderServiceStub,
 )
 from tolokaforge.core.models import ToolDescription, ToolSource
+from tolokaforge.core.providers import PROVIDER_PROTOCOL_VERSION, HandshakeError
 
 from ..errors import ToolFailure, ToolLoadError
-from .child_process import ChildProcess, HandshakeError
+from .child_process import ChildProcess
 from .remote import CallInfo, OperationKind, OperationSpec, Reply, ReplyError
 
-__all__ = ["PROVIDER_PROTOCOL_VERSION", "ProviderSource"]
-
-PROVIDER_PROTOCOL_VERSION = 1
-"""The ToolProviderService protocol version this runner speaks (the handshake's second field)."""
+__all__ = ["ProviderSource"]
 
 HANDSHAKE_DEADLINE_S = 15.0
 _SETUP_RPC_TIMEOUT_S = 10.0

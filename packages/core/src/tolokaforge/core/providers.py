@@ -1,0 +1,99 @@
+"""The tool-provider protocol's process side, in one place: its version, the handshake line, a server.
+
+A tool provider is a child process serving ``tolokaforge.tool.v1.ToolProviderService`` on loopback. It
+announces itself with one line on stdout, ``TOLOKAFORGE_TOOL_PROVIDER|<version>|tcp|<host:port>``, and
+runs until SIGTERM/SIGINT (docs/protocol/tool-providers.md). Both sides use this module: providers call
+:func:`run_provider`, the runner and the pytest plugin read the line with :func:`parse_handshake`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import sys
+from dataclasses import dataclass
+
+from grpclib.server import Server
+
+from tolokaforge.contracts.tool import ToolProviderServiceBase
+
+__all__ = [
+    "HANDSHAKE_PREFIX",
+    "PROVIDER_PROTOCOL_VERSION",
+    "Handshake",
+    "HandshakeError",
+    "format_handshake",
+    "is_handshake_line",
+    "parse_handshake",
+    "run_provider",
+    "serve_provider",
+]
+
+PROVIDER_PROTOCOL_VERSION = 1
+"""The ToolProviderService protocol version this code base speaks, on both sides."""
+
+HANDSHAKE_PREFIX = "TOLOKAFORGE_TOOL_PROVIDER"
+
+
+class HandshakeError(Exception):
+    """A provider did not announce a usable address (malformed line, exit, or no line in time)."""
+
+
+@dataclass(frozen=True)
+class Handshake:
+    protocol_version: int
+    host: str
+    port: int
+
+
+def format_handshake(port: int, *, host: str = "127.0.0.1", version: int = PROVIDER_PROTOCOL_VERSION) -> str:
+    """The handshake line (without its newline) for a provider listening on ``host:port``."""
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return f"{HANDSHAKE_PREFIX}|{version}|tcp|{address}"
+
+
+def is_handshake_line(text: str) -> bool:
+    """Whether a stdout line is the handshake (lines before it are startup chatter)."""
+    return text.startswith(HANDSHAKE_PREFIX + "|")
+
+
+def parse_handshake(text: str) -> Handshake:
+    """Read a handshake line; :class:`HandshakeError` names what is wrong with it."""
+    parts = text.strip().split("|")
+    if len(parts) != 4 or parts[0] != HANDSHAKE_PREFIX:
+        raise HandshakeError(f"malformed handshake line {text!r}: expected 4 '|'-separated fields")
+    _, version, network, address = parts
+    if network != "tcp":
+        raise HandshakeError(f"handshake names network {network!r}; only tcp is supported")
+    host, _, port = address.rpartition(":")
+    try:
+        return Handshake(int(version), host.strip("[]") or "127.0.0.1", int(port))
+    except ValueError as error:
+        raise HandshakeError(f"malformed handshake line {text!r}: {error}") from error
+
+
+async def serve_provider(service: ToolProviderServiceBase, *, host: str = "127.0.0.1") -> None:
+    """Serve ``service`` on an ephemeral loopback port, print the handshake, run until SIGTERM/SIGINT."""
+    server = Server([service])
+    # Bind first: grpclib does not report an ephemeral port back, and the handshake must name it.
+    # IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say they are TCP (else ~40 ms a call).
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind((host, 0))
+    port: int = sock.getsockname()[1]
+    await server.start(sock=sock)
+    sys.stdout.write(format_handshake(port, host=host) + "\n")
+    sys.stdout.flush()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    server.close()
+    await server.wait_closed()
+
+
+def run_provider(service: ToolProviderServiceBase) -> None:
+    """A provider's ``main``: :func:`serve_provider` in a fresh event loop."""
+    asyncio.run(serve_provider(service))

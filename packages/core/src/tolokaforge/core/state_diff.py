@@ -1,0 +1,215 @@
+"""What differs between two trial states, named by table, record and field: the one state diff.
+
+States are ``{table: [record, ...] | {key: record}}``. Records are matched per table, and the way a
+table is matched is chosen once, from both sides together, so one changed record always reads as one
+modified record:
+
+- a keyed table by key: ``orders[O-1]``;
+- a list table by an identity field when one holds on both sides: ``id``, else the first field ending
+  in ``_id`` that every record on both sides has, scalar and unique per side, and that is not declared
+  unstable (a generated id differs between runs by design): ``loans[B-1]``;
+- otherwise by position: ``notes[#2]``.
+
+The runner's GradeTrial explains a hash mismatch with it (``Grade.state_diff_json`` is
+:meth:`StateDiff.to_json`), and the pytest plugin's determinism check names the fields two golden
+replays disagree on, each marked declared-unstable or not.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+__all__ = ["ABSENT", "Difference", "StateDiff", "diff_states"]
+
+_MAX_LINES = 50
+
+
+class _Absent:
+    """The value on the side that lacks a record or field (distinct from ``None``, a JSON null)."""
+
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+ABSENT: Any = _Absent()
+
+DifferenceKind = Literal["added", "removed", "modified"]
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One table, record or field that differs. ``expected`` is the first state's side, ``actual`` the
+    second's; either may be :data:`ABSENT`."""
+
+    kind: DifferenceKind
+    table: str
+    record: str
+    """``O-1`` (a keyed table's key, or a list table's identity value), ``#2`` (a list table matched by
+    position); empty when a whole table is on one side only."""
+    field: str
+    """Empty when a whole record (or table) is on one side only, or the records are not objects."""
+    expected: Any
+    actual: Any
+    declared_unstable: bool = False
+
+    @property
+    def where(self) -> str:
+        record = f"[{self.record}]" if self.record else ""
+        return f"{self.table}{record}" + (f".{self.field}" if self.field else "")
+
+    def __str__(self) -> str:
+        return f"{self.where}: {_short(self.expected)} vs {_short(self.actual)}"
+
+    def line(self) -> str:
+        """The diff line the runner reports: ``~`` modified, ``+`` only in the trial, ``-`` only golden."""
+        if self.kind == "added":
+            return f"+ {self.where}: {_short(self.actual)} (not in the golden state)"
+        if self.kind == "removed":
+            return f"- {self.where}: {_short(self.expected)} (missing from the trial)"
+        return f"~ {self.where}: expected {_short(self.expected)}, got {_short(self.actual)}"
+
+
+@dataclass(frozen=True)
+class StateDiff:
+    differences: list[Difference] = field(default_factory=list[Difference])
+
+    def __bool__(self) -> bool:
+        return bool(self.differences)
+
+    def summary(self) -> str:
+        """One line, e.g. ``1 modified (orders[O-1].status), 1 added (notes[#2])``."""
+        parts: list[str] = []
+        for kind in ("modified", "added", "removed"):
+            items = [d for d in self.differences if d.kind == kind]
+            if not items:
+                continue
+            records = {(d.table, d.record) for d in items}
+            names = [d.where for d in items]
+            shown = ", ".join(names[:3]) + (f", +{len(names) - 3} more" if len(names) > 3 else "")
+            parts.append(f"{len(records)} {kind} ({shown})")
+        return ", ".join(parts) or "no difference"
+
+    def to_json(self) -> dict[str, Any]:
+        """``{added, removed, modified, diff_lines}``: the shape of ``Grade.state_diff_json``."""
+        added = [
+            {"table": d.table, "record": d.record, "value": d.actual}
+            for d in self.differences
+            if d.kind == "added"
+        ]
+        removed = [
+            {"table": d.table, "record": d.record, "value": d.expected}
+            for d in self.differences
+            if d.kind == "removed"
+        ]
+        modified: dict[tuple[str, str], dict[str, Any]] = {}
+        for d in self.differences:
+            if d.kind == "modified":
+                entry = modified.setdefault(
+                    (d.table, d.record), {"table": d.table, "record": d.record, "fields": {}}
+                )
+                entry["fields"][d.field or "(record)"] = {"expected": d.expected, "actual": d.actual}
+        return {
+            "added": added,
+            "removed": removed,
+            "modified": list(modified.values()),
+            "diff_lines": [d.line() for d in self.differences][:_MAX_LINES],
+        }
+
+
+def diff_states(
+    expected: Mapping[str, Any], actual: Mapping[str, Any], unstable: Collection[tuple[str, str]] = ()
+) -> StateDiff:
+    """Every difference between two states, in table, record and field order.
+
+    ``unstable`` holds the declared unstable ``(table, field)`` pairs: they mark differences and are
+    never used to match records.
+    """
+    found: list[Difference] = []
+    for table in sorted(set(expected) | set(actual)):
+        before = expected.get(table, ABSENT)
+        after = actual.get(table, ABSENT)
+        if before is ABSENT or after is ABSENT:
+            kind: DifferenceKind = "added" if before is ABSENT else "removed"
+            found.append(Difference(kind, table, "", "", before, after))
+            continue
+        for record, old, new in _pair_records(table, before, after, unstable):
+            found.extend(_record_differences(table, record, old, new, unstable))
+    return StateDiff(found)
+
+
+def _record_differences(
+    table: str, record: str, old: Any, new: Any, unstable: Collection[tuple[str, str]]
+) -> list[Difference]:
+    if old is ABSENT:
+        return [Difference("added", table, record, "", old, new)]
+    if new is ABSENT:
+        return [Difference("removed", table, record, "", old, new)]
+    if old == new:
+        return []
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return [Difference("modified", table, record, "", old, new)]
+    first, second = cast(dict[str, Any], old), cast(dict[str, Any], new)
+    return [
+        Difference("modified", table, record, name, a, b, (table, name) in unstable)
+        for name in sorted(set(first) | set(second))
+        if (a := first.get(name, ABSENT)) != (b := second.get(name, ABSENT))
+    ]
+
+
+def _pair_records(
+    table: str, before: Any, after: Any, unstable: Collection[tuple[str, str]]
+) -> list[tuple[str, Any, Any]]:
+    if isinstance(before, dict) and isinstance(after, dict):
+        first, second = cast(dict[str, Any], before), cast(dict[str, Any], after)
+        keys = sorted(set(first) | set(second), key=str)
+        return [(str(key), first.get(key, ABSENT), second.get(key, ABSENT)) for key in keys]
+    if isinstance(before, list) and isinstance(after, list):
+        first_list, second_list = cast(list[Any], before), cast(list[Any], after)
+        identity = _identity_field(table, first_list, second_list, unstable)
+        if identity is not None:
+            old = {record[identity]: record for record in first_list}
+            new = {record[identity]: record for record in second_list}
+            ordered = list(old) + [value for value in new if value not in old]
+            return [(str(value), old.get(value, ABSENT), new.get(value, ABSENT)) for value in ordered]
+        size = max(len(first_list), len(second_list))
+        return [
+            (
+                f"#{i}",
+                first_list[i] if i < len(first_list) else ABSENT,
+                second_list[i] if i < len(second_list) else ABSENT,
+            )
+            for i in range(size)
+        ]
+    return [("", before, after)]
+
+
+def _identity_field(
+    table: str, first: list[Any], second: list[Any], unstable: Collection[tuple[str, str]]
+) -> str | None:
+    records = first + second
+    if not records or not all(isinstance(record, dict) for record in records):
+        return None
+    dicts = cast(list[dict[str, Any]], records)
+    candidates = ["id", *sorted(name for name in dicts[0] if name.endswith("_id"))]
+    for name in candidates:
+        if (table, name) in unstable:
+            continue
+        if all(_unique_scalar(side, name) for side in (first, second)):
+            return name
+    return None
+
+
+def _unique_scalar(records: list[Any], name: str) -> bool:
+    values = [cast(dict[str, Any], record).get(name, ABSENT) for record in records]
+    scalar = all(isinstance(value, str | int) and not isinstance(value, bool) for value in values)
+    return scalar and len(set(values)) == len(values)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    if value is ABSENT:
+        return "(absent)"
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,85 @@
+"""The one state diff: records matched the same way on both sides, named by table, record and field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tolokaforge.core.state_diff import ABSENT, diff_states
+
+
+def test_one_changed_record_reads_as_one_modified_record_not_adds_and_removes() -> None:
+    # A regression: identity was chosen per side, so one side matched by position and the other by id.
+    golden = {"loans": [{"id": "B-1", "due": 1}, {"id": "B-2", "due": 2}]}
+    trial = {"loans": [{"id": "B-2", "due": 2}, {"id": "B-1", "due": 9}]}
+    diff = diff_states(golden, trial)
+    assert [str(d) for d in diff.differences] == ["loans[B-1].due: 1 vs 9"]
+    assert diff.summary() == "1 modified (loans[B-1].due)"
+    assert diff.to_json()["modified"] == [
+        {"table": "loans", "record": "B-1", "fields": {"due": {"expected": 1, "actual": 9}}}
+    ]
+
+
+def test_a_field_ending_in_id_is_the_identity_when_there_is_no_id() -> None:
+    golden = {"orders": [{"order_id": "O-1", "status": "open"}, {"order_id": "O-2", "status": "open"}]}
+    trial = {"orders": [{"order_id": "O-2", "status": "open"}, {"order_id": "O-3", "status": "new"}]}
+    diff = diff_states(golden, trial)
+    assert diff.to_json()["diff_lines"] == [
+        '- orders[O-1]: {"order_id": "O-1", "status": "open"} (missing from the trial)',
+        '+ orders[O-3]: {"order_id": "O-3", "status": "new"} (not in the golden state)',
+    ]
+    assert diff.summary() == "1 added (orders[O-3]), 1 removed (orders[O-1])"
+
+
+def test_declared_unstable_ids_are_never_the_identity_and_are_marked() -> None:
+    first = {
+        "tickets": [{"id": "T-1", "at": "10:00:01"}, {"id": "T-2", "at": "x"}],
+        "orders": {"O-1": {"status": "open"}, "O-2": {"status": "paid"}},
+    }
+    second = {
+        "tickets": [{"id": "T-9", "at": "10:00:02"}, {"id": "T-2", "at": "x"}, {"id": "T-3"}],
+        "orders": {"O-1": {"status": "cancelled"}},
+    }
+    diff = diff_states(first, second, {("tickets", "id")})
+    assert [str(d) for d in diff.differences] == [
+        'orders[O-1].status: "open" vs "cancelled"',
+        'orders[O-2]: {"status": "paid"} vs (absent)',
+        'tickets[#0].at: "10:00:01" vs "10:00:02"',
+        'tickets[#0].id: "T-1" vs "T-9"',
+        'tickets[#2]: (absent) vs {"id": "T-3"}',
+    ]
+    assert [d.where for d in diff.differences if d.declared_unstable] == ["tickets[#0].id"]
+
+
+def test_duplicate_or_missing_ids_fall_back_to_position_on_both_sides() -> None:
+    golden = {"t": [{"id": 1, "v": "a"}, {"id": 1, "v": "b"}]}
+    trial = {"t": [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]}
+    assert [d.where for d in diff_states(golden, trial).differences] == ["t[#1].id"]
+
+
+def test_whole_tables_and_non_object_records() -> None:
+    diff = diff_states({"a": [1, 2], "gone": []}, {"a": [1, 3], "new": {}})
+    assert [(d.kind, d.where) for d in diff.differences] == [
+        ("modified", "a[#1]"),
+        ("removed", "gone"),
+        ("added", "new"),
+    ]
+    assert diff.differences[1].actual is ABSENT
+
+
+_records = st.lists(st.fixed_dictionaries({"id": st.integers(0, 5), "v": st.integers(0, 2)}), max_size=5).map(
+    lambda rows: list({row["id"]: row for row in rows}.values())
+)
+
+
+@given(_records, _records)
+def test_no_difference_exactly_when_the_states_are_equal(
+    first: list[dict[str, Any]], second: list[dict[str, Any]]
+) -> None:
+    diff = diff_states({"t": first}, {"t": second})
+    assert bool(diff) == ({r["id"]: r for r in first} != {r["id"]: r for r in second})
+    # A record is modified, added or removed: never both added and removed under one name.
+    names = [(d.kind, d.record) for d in diff.differences if d.kind != "modified"]
+    assert len({record for _, record in names}) == len(names)

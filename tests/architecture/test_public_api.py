@@ -1,0 +1,49 @@
+"""Every package declares its public API at its root: `__all__` lists names that exist, once each.
+
+Other packages may import only these roots (lint-imports, tests/architecture/test_layers.py), so a name
+missing here is a name no other package can use.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+ROOTS = [
+    "tolokaforge.contracts",
+    "tolokaforge.contracts.runner",
+    "tolokaforge.contracts.tool",
+    "tolokaforge.contracts.db_api",
+    "tolokaforge.core",
+    "tolokaforge.db",
+    "tolokaforge.runner",
+    "tolokaforge.host",
+    "pytest_tolokaforge",
+    "tolokaforge_provider_fs",
+    "tolokaforge_provider_exec",
+]
+
+
+@pytest.mark.parametrize("name", ROOTS)
+def test_the_root_declares_what_it_exports(name: str) -> None:
+    module = importlib.import_module(name)
+    exported = getattr(module, "__all__", None)
+    assert isinstance(exported, list), f"{name} has no __all__ list"
+    names: list[str] = [str(item) for item in exported]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    assert len(set(names)) == len(names), f"{name}.__all__ names something twice"
+    missing = [item for item in names if not hasattr(module, item)]
+    assert not missing, f"{name}.__all__ names what it does not define: {missing}"
+
+
+@pytest.mark.parametrize(
+    ("name", "required"),
+    [
+        ("tolokaforge.db", {"StateClient", "HttpStateClient", "LocalStateClient", "DBServiceError"}),
+        ("tolokaforge.runner", {"start_runner", "RunnerSettings", "RunnerHandle"}),
+        ("tolokaforge.host", {"load_pack", "run_pack", "build_trial_spec", "open_runner"}),
+    ],
+)
+def test_the_entry_points_other_packages_use_are_public(name: str, required: set[str]) -> None:
+    module = importlib.import_module(name)
+    assert required <= set(module.__all__)

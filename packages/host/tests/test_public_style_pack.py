@@ -127,3 +127,43 @@ async def test_an_explicitly_forgiven_suite_is_unscored_and_says_so(library: Pat
     written = yaml.safe_load((out / "summary.yaml").read_text())
     assert summary.unscored() == {"custom_checks": 1} == written["unscored_components"]
     assert written["per_trial"][0]["unscored"] == ["custom_checks"]
+
+
+async def test_workspace_files_built_in_file_tools_and_file_checks(library: Path, tmp_path: Path) -> None:
+    pack = load_pack(library)
+    out = tmp_path / "golden"
+    await run_pack(
+        pack, GoldenAgentFactory(), UserRouter(), RunSettings(output=out, task_ids=("overdue_report",))
+    )
+    grade = _grade(out, "overdue_report")
+    assert (grade["binary_pass"], grade["score"]) == (True, 1.0), grade
+    assert "Files: all 3 checks passed" in grade["reasons"]
+
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "content": "",
+                    "tool_calls": [{"name": "read_file", "arguments": {"file_path": "inbox/brief.txt"}}],
+                },
+                {
+                    "content": "",
+                    "tool_calls": [
+                        {
+                            "name": "write_file",
+                            "arguments": {"file_path": "reports/overdue.md", "content": "L-4 is 3 days late"},
+                        }
+                    ],
+                },
+                {"content": "Done.", "done": True},
+            ]
+        )
+    )
+    out = tmp_path / "wrong"
+    settings = RunSettings(output=out, task_ids=("overdue_report",))
+    await run_pack(pack, ScriptedAgentFactory(load_script(script)), UserRouter(), settings)
+    grade = _grade(out, "overdue_report")
+    reasons: list[str] = grade["reasons"]
+    assert grade["binary_pass"] is False and grade["components"]["state_checks"] == pytest.approx(1 / 3)
+    assert any("the report names L-9: contains_ci 'l-9' holds in none of 1 file(s)" in r for r in reasons)

@@ -44,7 +44,10 @@ def test_one_pass_reports_a_broken_task_file_and_its_grading_file(library: Path)
     _edit(library / "tasks/lend_book/grading.yaml", lambda d: d["state_checks"]["hash"].pop("weight"))
     problems = _problems(library)
     assert problems[(TASK, "colour")] == "unknown key 'colour' (not part of the schema)"
-    assert "is required when hash and jsonpaths both score" in problems[(GRADING, "state_checks.hash.weight")]
+    assert (
+        "is required when hash and jsonpaths (or file checks) both score"
+        in problems[(GRADING, "state_checks.hash.weight")]
+    )
 
 
 def test_the_validate_command_prints_every_problem(library: Path) -> None:
@@ -59,7 +62,8 @@ def test_the_validate_command_prints_every_problem(library: Path) -> None:
 def test_public_keys_without_a_meaning_here_are_refused_by_name(library: Path) -> None:
     def task(d: dict[str, Any]) -> None:
         d["initial_state"]["json_db"]["opened"] = "2024-01-01"
-        d["initial_state"]["filesystem"] = {"copy": [{"from": "a.txt", "to": "/env/fs/agent-visible/a.txt"}]}
+        d["initial_state"]["filesystem"] = {"copy": [{"from": "checks.py", "to": "/etc/checks.py"}]}
+        d["initial_state"]["mock_web"] = {"base_url": "http://mock-web:8080"}
         d["actors"]["user"]["scripted_flow"].append({"if_assistant_contains": "name", "user": "Ada"})
         d["actors"]["user"]["scripted_flow"].append({"role": "assistant", "content": "hello"})
         d["policies"]["tone"] = ["calm"]
@@ -68,16 +72,17 @@ def test_public_keys_without_a_meaning_here_are_refused_by_name(library: Path) -
         hash_block = d["state_checks"]["hash"]
         hash_block["expected_state_hash"] = "0" * 64
         d["state_checks"]["jsonpaths"][0]["required"] = False
-        d["state_checks"]["jsonpaths"][1] = {"path_glob": "/env/fs/agent-visible/*", "contains_ci": "x"}
+        d["state_checks"]["jsonpaths"][1] = {"path_glob": "/srv/*", "contains_ci": "x"}
         d["state_checks"]["jsonpaths"].append({"path": "$.db.loans", "op": "bigger", "expected": 1})
-        d["state_checks"]["files"] = [{"path_glob": "*.txt", "contains": "x"}]
+        d["state_checks"]["files"] = [{"path_glob": "*.txt", "greater_than": 3}]
         d["custom_checks"].update(interface_version="2.0", weight=0.5)
 
     _edit(library / "tasks/lend_book/task.yaml", task)
     _edit(library / "tasks/lend_book/grading.yaml", grading)
     problems = _problems(library)
     assert "scalar top-level value has nowhere to live" in problems[(TASK, "initial_state.json_db.opened")]
-    assert "trial workspaces cannot be seeded" in problems[(TASK, "initial_state.filesystem")]
+    assert "must lie in the workspace" in problems[(TASK, "initial_state.filesystem.copy[0].to")]
+    assert "this harness has no such service" in problems[(TASK, "initial_state.mock_web")]
     assert "says its turns in order" in problems[(TASK, "actors.user.scripted_flow[1]")]
     assert "must be 'user'" in problems[(TASK, "actors.user.scripted_flow[2].role")]
     assert "unknown policy key" in problems[(TASK, "policies.tone")]
@@ -85,13 +90,10 @@ def test_public_keys_without_a_meaning_here_are_refused_by_name(library: Path) -
         "give those instead of a literal digest"
         in problems[(GRADING, "state_checks.hash.expected_state_hash")]
     )
-    assert "every JSONPath check is scored" in problems[(GRADING, "state_checks.jsonpaths[0].required")]
-    assert (
-        "file checks need a seeded trial workspace"
-        in problems[(GRADING, "state_checks.jsonpaths[1].path_glob")]
-    )
+    assert "every state check is scored" in problems[(GRADING, "state_checks.jsonpaths[0].required")]
+    assert "must lie in the workspace" in problems[(GRADING, "state_checks.jsonpaths[1].path_glob")]
     assert "unknown operator 'bigger'" in problems[(GRADING, "state_checks.jsonpaths[2].op")]
-    assert "file checks need a seeded trial workspace" in problems[(GRADING, "state_checks.files")]
+    assert "is not a file-check operator" in problems[(GRADING, "state_checks.files[0].greater_than")]
     assert "'2.0' is not supported (supported: 1.0)" in problems[(GRADING, "custom_checks.interface_version")]
     assert "only 1.0 has a meaning" in problems[(GRADING, "custom_checks.weight")]
 

@@ -30,6 +30,7 @@ from .tools.remote import ToolSourceSession
 from .tools.servers import ServerPlaces, start_tool_servers
 from .tools.state_sync import bind_state, push_state
 from .trial import TrialContext
+from .workspace import seed_workspace
 
 __all__ = ["INITIALIZED_SNAPSHOT", "TrialRegistry"]
 
@@ -93,6 +94,7 @@ class TrialRegistry:
         workspace = self._workspace(trial_id)
         try:
             agent_tools, user_tools, code_root = await asyncio.to_thread(self._build_registries, spec.task)
+            seed_workspace(workspace, code_root, spec.task.initial_state.workspace_files)
             mirror = await self._create_state(spec)
             # Servers start after the state exists: an MCP server may read its tables while starting.
             sources = await self._start_servers(

@@ -42,6 +42,7 @@ from .executor import ToolExecutor
 from .grading import grade_trial
 from .registry import TrialRegistry
 from .tools.state_sync import push_state
+from .workspace import seed_workspace
 
 __all__ = ["RunnerServicer"]
 
@@ -155,6 +156,10 @@ class RunnerServicer(RunnerServiceBase):
                 hashes = await trial.mirror.client.reset(trial.trial_id)
                 await trial.mirror.reload()
                 await push_state(trial.sources, trial.mirror.tables)
+                if trial.workspace is not None:
+                    seed_workspace(
+                        trial.workspace, trial.code_root, trial.spec.task.initial_state.workspace_files
+                    )
             if message.execute_init_actions:
                 await self.registry.run_initialization_actions(trial)
                 hashes = await trial.mirror.client.get_hashes(trial.trial_id)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from ._base import SpecModel, describe_validation_error
 from .grading import (
     COMPONENT_NAMES,
+    FILE_CHECK_OPERATORS,
     JSONPATH_OPERATORS,
     CombineMethod,
     CommunicateInfo,
     ComponentName,
     CustomChecksConfig,
+    FileCheck,
     GoldenAction,
     GradingConfig,
     JsonPathCheck,
@@ -34,11 +36,13 @@ from .trial import TrialSpec
 
 __all__ = [
     "COMPONENT_NAMES",
+    "FILE_CHECK_OPERATORS",
     "JSONPATH_OPERATORS",
     "CombineMethod",
     "CommunicateInfo",
     "ComponentName",
     "CustomChecksConfig",
+    "FileCheck",
     "GoldenAction",
     "GradingConfig",
     "InitialState",

@@ -15,11 +15,13 @@ from ._base import SpecModel
 
 __all__ = [
     "COMPONENT_NAMES",
+    "FILE_CHECK_OPERATORS",
     "JSONPATH_OPERATORS",
     "CombineMethod",
     "CommunicateInfo",
     "ComponentName",
     "CustomChecksConfig",
+    "FileCheck",
     "GoldenAction",
     "GradingConfig",
     "JsonPathCheck",
@@ -104,6 +106,39 @@ class JsonPathCheck(SpecModel):
         return getattr(self, self.operator)
 
 
+FILE_CHECK_OPERATORS = ("contains", "contains_ci", "equals", "exists")
+
+
+class FileCheck(SpecModel):
+    """An assertion over the trial's workspace files (grading.yaml: a ``path_glob`` check).
+
+    ``path_glob`` is a glob relative to the workspace. contains / contains_ci / equals hold when at
+    least one matching file's text holds it; exists: true when something matches, false when nothing
+    does. Exactly one operator.
+    """
+
+    path_glob: str = Field(min_length=1)
+    description: str = ""
+    contains: str | None = None
+    contains_ci: str | None = None
+    equals: str | None = None
+    exists: bool | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one_operator(self) -> FileCheck:
+        given = [op for op in FILE_CHECK_OPERATORS if op in self.model_fields_set]
+        if len(given) != 1:
+            raise ValueError(
+                f"file check {self.path_glob!r} needs exactly one operator of {', '.join(FILE_CHECK_OPERATORS)}; "
+                f"got {', '.join(given) or 'none'}"
+            )
+        return self
+
+    @property
+    def operator(self) -> str:
+        return next(op for op in FILE_CHECK_OPERATORS if op in self.model_fields_set)
+
+
 class StateChecksConfig(SpecModel):
     """grading.yaml: state_checks."""
 
@@ -115,6 +150,8 @@ class StateChecksConfig(SpecModel):
     """state_checks.hash.weight: the hash verdict's share when JSONPath checks score too."""
     jsonpaths: list[JsonPathCheck] = []
     """state_checks.jsonpaths"""
+    files: list[FileCheck] = []
+    """state_checks.jsonpaths[] with path_glob, and state_checks.files: checks over workspace files."""
 
 
 class RequiredAction(SpecModel):

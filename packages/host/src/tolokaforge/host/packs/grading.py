@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from tolokaforge.core.models import (
+    FILE_CHECK_OPERATORS,
     JSONPATH_OPERATORS,
     CustomChecksConfig,
+    FileCheck,
     GoldenAction,
     GradingConfig,
     InitialState,
@@ -31,9 +32,10 @@ from tolokaforge.core.models import (
 
 from .files import CustomChecksFile, GradingFile, JsonPathFile, StateChecksFile, TranscriptRulesFile
 from .problems import ProblemLog
-from .task_parts import resolve
+from .task_parts import AGENT_VISIBLE, resolve
 
 __all__ = ["CHECKS_INTERFACE_VERSIONS", "to_grading_config"]
+
 
 CHECKS_INTERFACE_VERSIONS = ("1.0",)
 _STATE_ROOT = re.compile(r"^\$(?:\.(db|tables)\b|\[['\"](db|tables)['\"]\])")
@@ -79,23 +81,27 @@ def _state_checks(
             "is not supported: the expected state is computed by replaying golden_actions, "
             "so give those instead of a literal digest",
         )
-    if block.files is not None:
-        log.add(
-            file,
-            "state_checks.files",
-            "is not supported yet: file checks need a seeded trial workspace, which this harness lacks",
-        )
     checks: list[JsonPathCheck] = []
-    for index, written in enumerate(block.jsonpaths):
-        check = _jsonpath(log, written, file, f"state_checks.jsonpaths[{index}]")
-        if check is not None:
+    files: list[FileCheck] = []
+    written_checks = [(f"state_checks.jsonpaths[{i}]", w) for i, w in enumerate(block.jsonpaths)]
+    for index, written in enumerate(block.files or []):
+        key = f"state_checks.files[{index}]"
+        if written.path is not None:
+            log.add(file, f"{key}.path", "a file check names its files with path_glob")
+            continue
+        written_checks.append((key, written))
+    for key, written in written_checks:
+        check = _assertion(log, written, file, key)
+        if isinstance(check, JsonPathCheck):
             checks.append(check)
+        elif check is not None:
+            files.append(check)
     hash_enabled = hash_block.enabled if hash_block is not None else False
-    if hash_enabled and checks and (hash_block is None or hash_block.weight is None):
+    if hash_enabled and (checks or files) and (hash_block is None or hash_block.weight is None):
         log.add(
             file,
             "state_checks.hash.weight",
-            "is required when hash and jsonpaths both score: nothing else says how to blend them",
+            "is required when hash and jsonpaths (or file checks) both score: nothing else says how to blend them",
         )
     if (hash_enabled or checks) and initial_state is not None and not initial_state.provisions_database:
         log.add(
@@ -111,41 +117,41 @@ def _state_checks(
             for action in (hash_block.golden_actions if hash_block is not None else [])
         ],
         jsonpaths=checks,
+        files=files,
     )
 
 
-def _jsonpath(log: ProblemLog, written: JsonPathFile, file: Path, key: str) -> JsonPathCheck | None:
+def _assertion(
+    log: ProblemLog, written: JsonPathFile, file: Path, key: str
+) -> JsonPathCheck | FileCheck | None:
+    """One state check in either style: a JSONPath over the tables, or (``path_glob``) a file check."""
     mark = log.mark()
-    if written.path_glob is not None:
-        log.add(
-            file,
-            f"{key}.path_glob",
-            "is not supported yet: file checks need a seeded trial workspace, which this harness lacks",
-        )
-    if written.path is None:
-        if written.path_glob is None:
-            log.add(file, f"{key}.path", "is required")
+    if written.path is None and written.path_glob is None:
+        log.add(file, f"{key}.path", "is required (or path_glob, for a check over the workspace's files)")
         return None
-    if not _STATE_ROOT.match(written.path.strip()):
+    if written.path is not None and written.path_glob is not None:
+        log.add(
+            file, f"{key}.path_glob", "give path (the tables) or path_glob (the workspace's files), not both"
+        )
+        return None
+    if written.path is not None and not _STATE_ROOT.match(written.path.strip()):
         log.add(
             file,
             f"{key}.path",
             f"{written.path!r} must address the trial's tables as $.db.<table>... (or $.tables...)",
         )
     if written.required is False:
-        log.add(file, f"{key}.required", "false is not supported: every JSONPath check is scored")
+        log.add(file, f"{key}.required", "false is not supported: every state check is scored")
     description = written.description
     if written.reason is not None:
         if description:
             log.add(file, f"{key}.reason", "give description or reason (the same thing), not both")
         description = written.reason
-    fields: dict[str, Any] = {"path": written.path, "description": description}
+    known = JSONPATH_OPERATORS if written.path is not None else FILE_CHECK_OPERATORS
     operators = {op: getattr(written, op) for op in JSONPATH_OPERATORS if op in written.model_fields_set}
     if written.op is not None:
-        if written.op not in JSONPATH_OPERATORS:
-            log.add(
-                file, f"{key}.op", f"unknown operator {written.op!r} (known: {', '.join(JSONPATH_OPERATORS)})"
-            )
+        if written.op not in known:
+            log.add(file, f"{key}.op", f"unknown operator {written.op!r} (known: {', '.join(known)})")
         elif "expected" not in written.model_fields_set:
             log.add(file, f"{key}.expected", f"is required with op {written.op!r}")
         elif operators:
@@ -154,13 +160,40 @@ def _jsonpath(log: ProblemLog, written: JsonPathFile, file: Path, key: str) -> J
             operators = {written.op: written.expected}
     elif "expected" in written.model_fields_set:
         log.add(file, f"{key}.expected", "needs op (the operator it is compared with)")
+    if written.path_glob is not None:
+        for op in operators:
+            if op not in FILE_CHECK_OPERATORS:
+                log.add(
+                    file, f"{key}.{op}", f"is not a file-check operator ({', '.join(FILE_CHECK_OPERATORS)})"
+                )
     if log.since(mark):
         return None
     try:
-        return JsonPathCheck.model_validate({**fields, **operators})
+        if written.path is not None:
+            return JsonPathCheck.model_validate(
+                {"path": written.path, "description": description, **operators}
+            )
+        glob = _workspace_glob(written.path_glob or "")
+        if glob is None:
+            log.add(
+                file,
+                f"{key}.path_glob",
+                f"{written.path_glob!r} must lie in the workspace ({AGENT_VISIBLE}...)",
+            )
+            return None
+        return FileCheck.model_validate({"path_glob": glob, "description": description, **operators})
     except ValidationError as error:
         log.add_validation_error(error, file, prefix=key)
         return None
+
+
+def _workspace_glob(pattern: str) -> str | None:
+    """A glob relative to the workspace; public packs write the workspace as /env/fs/agent-visible/."""
+    if pattern.startswith(AGENT_VISIBLE):
+        pattern = pattern[len(AGENT_VISIBLE) :]
+    if not pattern or pattern.startswith("/") or ".." in pattern.split("/"):
+        return None
+    return pattern
 
 
 def _transcript_rules(
@@ -239,7 +272,9 @@ def _weights_cover_components(log: ProblemLog, grading: GradingFile, file: Path)
         return
     scored: list[str] = []
     state = grading.state_checks
-    if state is not None and ((state.hash is not None and state.hash.enabled) or state.jsonpaths):
+    if state is not None and (
+        (state.hash is not None and state.hash.enabled) or state.jsonpaths or state.files
+    ):
         scored.append("state_checks")
     if grading.transcript_rules is not None:
         scored.append("transcript_rules")

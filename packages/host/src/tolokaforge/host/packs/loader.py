@@ -239,7 +239,9 @@ def _load_task(load: _Load, task_file: Path, pack_file: Path, code: ToolCode | N
             max_turns=spec.max_turns,
             agent_tools=agent_tools,
             user_tools=user_tools,
-            tool_code=code if (agent_tools or user_tools or servers or grading.custom_checks) else None,
+            tool_code=code
+            if (agent_tools or user_tools or servers or grading.custom_checks or state.workspace_files)
+            else None,
             tool_servers=servers,
             initial_state=state,
             grading=grading,

@@ -15,12 +15,14 @@ from pydantic import ValidationError
 
 from tolokaforge.core.models import InitialState, UserSimulatorConfig, describe_validation_error
 
-from .files import TaskFile, UserSimulatorFile
+from .files import InitialStateFile, TaskFile, UserSimulatorFile
 from .problems import ProblemLog
 
-__all__ = ["initial_state", "policy_text", "resolve", "text_or_file", "user_simulator"]
+__all__ = ["AGENT_VISIBLE", "initial_state", "policy_text", "resolve", "text_or_file", "user_simulator"]
 
 _TEXT_SUFFIXES = (".md", ".txt", ".markdown", ".rst")
+AGENT_VISIBLE = "/env/fs/agent-visible/"
+"""Where public-style packs write the trial's workspace; here paths are relative to the workspace."""
 _POLICY_HEADINGS = {"guidance": "Guidance", "disallowed_actions": "Never do the following"}
 
 
@@ -72,13 +74,7 @@ def initial_state(log: ProblemLog, spec: TaskFile, folder: Path, file: Path) -> 
     for key in ("mock_web", "rag"):
         if getattr(block, key) is not None:
             log.add(file, f"initial_state.{key}", "is not supported: this harness has no such service")
-    if block.filesystem is not None or block.workspace is not None:
-        key = "filesystem" if block.filesystem is not None else "workspace"
-        log.add(
-            file,
-            f"initial_state.{key}",
-            "is not supported yet: trial workspaces cannot be seeded with pack files",
-        )
+    workspace_files = _workspace_files(log, block, folder, file)
     tables: dict[str, Any] = dict(block.tables or {})
     if block.json_db is not None:
         if block.tables is not None:
@@ -105,11 +101,52 @@ def initial_state(log: ProblemLog, spec: TaskFile, folder: Path, file: Path) -> 
                 "tables": tables,
                 "unstable_fields": block.unstable_fields,
                 "initialization_actions": block.initialization_actions,
+                "workspace_files": workspace_files,
             }
         )
     except ValidationError as error:
         log.add(file, "initial_state", describe_validation_error(error))
         return None
+
+
+def _workspace_files(log: ProblemLog, block: InitialStateFile, folder: Path, file: Path) -> dict[str, str]:
+    """``filesystem.copy`` and ``workspace``: workspace path -> the pack file it starts as.
+
+    The files travel in the code bundle, so each must be a UTF-8 text file inside the pack.
+    """
+    copies: list[tuple[str, str, str]] = []  # (key, from, to)
+    if block.workspace is not None:
+        copies.append(("initial_state.workspace", block.workspace, ""))
+    if block.filesystem is not None:
+        for index, copy in enumerate(block.filesystem.copy_):
+            key = f"initial_state.filesystem.copy[{index}]"
+            target = copy.to[len(AGENT_VISIBLE) :] if copy.to.startswith(AGENT_VISIBLE) else copy.to
+            if not target or target.startswith("/") or ".." in target.split("/"):
+                log.add(file, f"{key}.to", f"{copy.to!r} must lie in the workspace ({AGENT_VISIBLE}...)")
+                continue
+            copies.append((key, copy.from_, target))
+    files: dict[str, str] = {}
+    root = log.root.resolve()
+    for key, source, target in copies:
+        found = resolve(log.root, source, folder)
+        if found is None or not found.is_relative_to(root):
+            log.add(file, key, f"{source!r} is not a file or folder of the pack")
+            continue
+        members = [found] if found.is_file() else sorted(p for p in found.rglob("*") if p.is_file())
+        for member in members:
+            inside = member.relative_to(found).as_posix() if member != found else ""
+            destination = "/".join(part for part in (target.rstrip("/"), inside) if part) or member.name
+            try:
+                member.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                log.add(
+                    file,
+                    key,
+                    f"{member.relative_to(root).as_posix()!r} is not UTF-8 text (only text travels)",
+                )
+                continue
+            files[destination] = member.relative_to(root).as_posix()
+    return files
 
 
 def _json_db(log: ProblemLog, value: str | dict[str, Any], folder: Path, file: Path) -> dict[str, Any] | None:

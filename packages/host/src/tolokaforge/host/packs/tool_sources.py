@@ -18,7 +18,7 @@ from .problems import ProblemLog
 from .task_parts import resolve
 from .tool_module import PackTool, ToolModuleError, import_tool_module, is_module_shaped
 
-__all__ = ["ToolImporter", "module_shaped_tools", "python_tools", "tool_servers"]
+__all__ = ["BUILTIN_FILE_TOOLS", "ToolImporter", "module_shaped_tools", "python_tools", "tool_servers"]
 
 
 @dataclass
@@ -67,12 +67,15 @@ def python_tools(
             log.add(
                 file, "tools.user.enabled", "user tools need tools.agent.python (the module they live in)"
             )
-        if agent is not None and agent.mcp_server is None and agent.enabled:
+        unprovided = (
+            [n for n in agent.enabled or () if n not in BUILTIN_FILE_TOOLS] if agent is not None else []
+        )
+        if agent is not None and agent.mcp_server is None and unprovided:
             log.add(
                 file,
                 "tools.agent.enabled",
-                f"no tool source provides {', '.join(map(repr, agent.enabled))}: give tools.agent.python "
-                "or tools.agent.mcp_server (built-in tools are not provided by name)",
+                f"no tool source provides {', '.join(map(repr, unprovided))}: give tools.agent.python or "
+                f"tools.agent.mcp_server (the built-in tools are {', '.join(BUILTIN_FILE_TOOLS)})",
             )
         return [], []
     module = importer.tools(agent.python, file.parent, file, "tools.agent.python")
@@ -130,6 +133,8 @@ def tool_servers(importer: ToolImporter, spec: TaskFile, file: Path) -> list[Too
     """
     log = importer.log
     agent = spec.tools.agent if spec.tools is not None else None
+    if agent is not None and agent.python is None and agent.mcp_server is None and agent.enabled:
+        return _builtin_file_tools(agent.enabled)
     if agent is None or agent.mcp_server is None:
         return []
     found = resolve(log.root, agent.mcp_server, file.parent)
@@ -161,3 +166,16 @@ def tool_servers(importer: ToolImporter, spec: TaskFile, file: Path) -> list[Too
             enabled=agent.enabled if agent.python is None else None,
         )
     ]
+
+
+BUILTIN_FILE_TOOLS = ("read_file", "write_file", "list_dir")
+"""Tools public packs enable by name with no source of their own: the fs provider serves them over
+the trial's workspace."""
+FS_PROVIDER_COMMAND = ["tolokaforge-tool-provider-fs"]
+
+
+def _builtin_file_tools(enabled: list[str]) -> list[ToolServer]:
+    names = [name for name in enabled if name in BUILTIN_FILE_TOOLS]
+    if not names:
+        return []
+    return [ToolServer(name="files", protocol="provider", command=FS_PROVIDER_COMMAND, enabled=names)]

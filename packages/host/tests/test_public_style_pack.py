@@ -138,6 +138,7 @@ async def test_workspace_files_built_in_file_tools_and_file_checks(library: Path
     grade = _grade(out, "overdue_report")
     assert (grade["binary_pass"], grade["score"]) == (True, 1.0), grade
     assert "Files: all 3 checks passed" in grade["reasons"]
+    assert grade["components"]["transcript_rules"] == 1.0  # read_file, write_file and calculator were called
 
     script = tmp_path / "script.yaml"
     script.write_text(

@@ -18,7 +18,7 @@ from .problems import ProblemLog
 from .task_parts import resolve
 from .tool_module import PackTool, ToolModuleError, import_tool_module, is_module_shaped
 
-__all__ = ["BUILTIN_FILE_TOOLS", "ToolImporter", "module_shaped_tools", "python_tools", "tool_servers"]
+__all__ = ["BUILTIN_TOOLS", "ToolImporter", "module_shaped_tools", "python_tools", "tool_servers"]
 
 
 @dataclass
@@ -67,15 +67,13 @@ def python_tools(
             log.add(
                 file, "tools.user.enabled", "user tools need tools.agent.python (the module they live in)"
             )
-        unprovided = (
-            [n for n in agent.enabled or () if n not in BUILTIN_FILE_TOOLS] if agent is not None else []
-        )
+        unprovided = [n for n in agent.enabled or () if n not in BUILTIN_TOOLS] if agent is not None else []
         if agent is not None and agent.mcp_server is None and unprovided:
             log.add(
                 file,
                 "tools.agent.enabled",
                 f"no tool source provides {', '.join(map(repr, unprovided))}: give tools.agent.python or "
-                f"tools.agent.mcp_server (the built-in tools are {', '.join(BUILTIN_FILE_TOOLS)})",
+                f"tools.agent.mcp_server (the built-in tools are {', '.join(BUILTIN_TOOLS)})",
             )
         return [], []
     module = importer.tools(agent.python, file.parent, file, "tools.agent.python")
@@ -134,7 +132,7 @@ def tool_servers(importer: ToolImporter, spec: TaskFile, file: Path) -> list[Too
     log = importer.log
     agent = spec.tools.agent if spec.tools is not None else None
     if agent is not None and agent.python is None and agent.mcp_server is None and agent.enabled:
-        return _builtin_file_tools(agent.enabled)
+        return _builtin_tools(agent.enabled)
     if agent is None or agent.mcp_server is None:
         return []
     found = resolve(log.root, agent.mcp_server, file.parent)
@@ -168,14 +166,17 @@ def tool_servers(importer: ToolImporter, spec: TaskFile, file: Path) -> list[Too
     ]
 
 
-BUILTIN_FILE_TOOLS = ("read_file", "write_file", "list_dir")
-"""Tools public packs enable by name with no source of their own: the fs provider serves them over
-the trial's workspace."""
-FS_PROVIDER_COMMAND = ["tolokaforge-tool-provider-fs"]
+_PROVIDERS = {"files": ["tolokaforge-tool-provider-fs"], "calculator": ["tolokaforge-tool-provider-exec"]}
+_BUILTINS = {"read_file": "files", "write_file": "files", "list_dir": "files", "calculator": "calculator"}
+BUILTIN_TOOLS = tuple(_BUILTINS)
+"""Tools public packs enable by name with no source of their own, served by our providers: the file
+tools (fs provider, over the trial's workspace) and a calculator (exec provider)."""
 
 
-def _builtin_file_tools(enabled: list[str]) -> list[ToolServer]:
-    names = [name for name in enabled if name in BUILTIN_FILE_TOOLS]
-    if not names:
-        return []
-    return [ToolServer(name="files", protocol="provider", command=FS_PROVIDER_COMMAND, enabled=names)]
+def _builtin_tools(enabled: list[str]) -> list[ToolServer]:
+    servers: list[ToolServer] = []
+    for server, command in _PROVIDERS.items():
+        names = [name for name in enabled if _BUILTINS.get(name) == server]
+        if names:
+            servers.append(ToolServer(name=server, protocol="provider", command=command, enabled=names))
+    return servers

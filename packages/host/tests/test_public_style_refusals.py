@@ -128,3 +128,11 @@ def test_declared_packages_missing_here_are_named(library: Path) -> None:
     assert problems[(pack, "requires[1]")] == "'no-such-dist-xyz' is not installed in this environment"
     assert "the pack needs >=999" in problems[(pack, "requires[2]")]
     assert "is not a requirement" in problems[(pack, "requires[3]")]
+
+
+def test_a_checks_file_that_cannot_import_is_refused_before_the_run(library: Path) -> None:
+    _edit(library / "tasks/lend_book/grading.yaml", lambda d: d["custom_checks"].update(relative_imports=[]))
+    problems = _problems(library)
+    message = problems[(GRADING, "custom_checks.file")]
+    assert message.startswith("cannot be loaded, so every grade would fail: importing the checks file raised")
+    assert "No module named 'loan_rules'" in message

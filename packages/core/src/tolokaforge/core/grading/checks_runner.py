@@ -6,7 +6,7 @@ It reads one JSON payload on stdin::
      "initial_state": {...}, "final_state": {...}, "transcript": [wire messages],
      "failed_call_ids": [...], "task": {"task_id", "name", "description", "category"}}
 
-imports the file, and prints one JSON line (the last line of stdout): a list of rows, each
+imports the file (only that, with ``"load_only": true``), and prints one JSON line (the last line of stdout): a list of rows, each
 ``{"name", "result": {"status", "score", "message", "details"}}`` or ``{"name", "error"}``.
 
 Two styles of file run here. ``@init``/``@check`` (checks_interface.py): ``init`` gets the
@@ -43,6 +43,15 @@ def main() -> int:
     except BaseException as error:  # the pack's import-time failure is reported, whatever it is
         sys.stderr.write(f"\nimporting the checks file raised {type(error).__name__}: {error}\n")
         return IMPORT_FAILED
+    if payload.get("load_only"):
+        # validate's question: does the file import, and is it written for an interface we run?
+        version = interface.get_interface_version()
+        if version not in interface.SUPPORTED_VERSIONS:
+            supported = ", ".join(interface.SUPPORTED_VERSIONS)
+            sys.stderr.write(f"\n@init declares interface_version {version!r}; supported: {supported}\n")
+            return IMPORT_FAILED
+        sys.stdout.write("\n[]\n")
+        return 0
     rows = run_checks(module, payload)
     sys.stdout.write("\n" + json.dumps(rows, default=str) + "\n")
     return 0

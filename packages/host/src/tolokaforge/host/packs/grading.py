@@ -11,7 +11,10 @@ a JSONPath over state the runner does not hold) are refused here, so a pack that
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -38,6 +41,8 @@ __all__ = ["CHECKS_INTERFACE_VERSIONS", "to_grading_config"]
 
 
 CHECKS_INTERFACE_VERSIONS = ("1.0",)
+CHECKS_HARNESS = "tolokaforge.core.grading.checks_runner"
+_IMPORT_TIMEOUT_S = 30.0
 _STATE_ROOT = re.compile(r"^\$(?:\.(db|tables)\b|\[['\"](db|tables)['\"]\])")
 
 
@@ -224,6 +229,7 @@ def _custom_checks(
     if block is None:
         return None
     key = "custom_checks"
+    mark = log.mark()
     if block.interface_version is not None and block.interface_version not in CHECKS_INTERFACE_VERSIONS:
         log.add(
             file,
@@ -244,6 +250,10 @@ def _custom_checks(
             imports.append(found)
     if checks_path is None:
         return None
+    if block.enabled and not log.since(mark):
+        failure = _import_failure(log.root, checks_path, imports)
+        if failure is not None:
+            log.add(file, f"{key}.file", f"cannot be loaded, so every grade would fail: {failure}")
     return CustomChecksConfig(
         enabled=block.enabled,
         file=checks_path,
@@ -251,6 +261,33 @@ def _custom_checks(
         fail_on_error=block.fail_on_error,
         relative_imports=imports,
     )
+
+
+def _import_failure(root: Path, checks_path: str, imports: list[str]) -> str | None:
+    """Import the checks file the way the runner will (the same harness, a fresh interpreter)."""
+    base = root.resolve()
+    path = base / checks_path
+    payload = {
+        "file": str(path),
+        "search_paths": [str(path.parent), *(str(base / folder) for folder in imports)],
+        "load_only": True,
+    }
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-m", CHECKS_HARNESS],
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            cwd=base,
+            timeout=_IMPORT_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return f"importing it took longer than {_IMPORT_TIMEOUT_S:g}s"
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.strip().splitlines()
+    return lines[-1] if lines else f"the harness exited with status {done.returncode}"
 
 
 def _inside_pack(

@@ -13,7 +13,8 @@ import pytest
 
 from tolokaforge.db.memory import MemoryStore
 from tolokaforge.db.operations import TableChange
-from tolokaforge.db.postgres import PostgresStore, migrations
+from tolokaforge.db.postgres import PostgresStore
+from tolokaforge.db.postgres_schema import migrations
 from tolokaforge.db.store import Store, TrialInit
 from tolokaforge.db.tables import CHUNK, build_table
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tolokaforge.core.models import JsonPathCheck
-from tolokaforge.runner.grading.errors import MissingComponentWeight
+from tolokaforge.runner.errors import MissingComponentWeight
 from tolokaforge.runner.grading.fold import fold
 from tolokaforge.runner.grading.jsonpath_checks import evaluate_jsonpaths, json_equal
 

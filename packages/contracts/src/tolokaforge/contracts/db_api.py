@@ -1,9 +1,14 @@
-"""Pydantic models of the DB Service HTTP API.
+"""The DB Service HTTP API: its OpenAPI document, and pydantic models of its bodies.
 
-Generated from ``contracts/openapi/db-service.yaml`` by datamodel-codegen.
+Generated from ``contracts/openapi/db-service.yaml`` (the models by datamodel-codegen). The service and
+its clients validate against the document itself (:func:`openapi_document`, compiled once); the models
+are the typed contract for code outside this repository that talks to a DB service.
 """
 
 from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
 
 from ._gen.db_service import (
     DeleteOperation,
@@ -71,4 +76,10 @@ __all__ = [
     "UpdateOperation",
     "UpsertOperation",
     "Where",
+    "openapi_document",
 ]
+
+
+def openapi_document() -> Path:
+    """The DB Service's OpenAPI document, as shipped with this package."""
+    return Path(str(files("tolokaforge.contracts") / "_gen" / "db-service.yaml"))

@@ -26,7 +26,7 @@ from tolokaforge.db.errors import (
     PayloadTooLargeError,
     ValidationFailedError,
 )
-from tolokaforge.db.names import check_snapshot_name, check_table_name, check_trial_id
+from tolokaforge.db.spec import ApiSpec
 from tolokaforge.db.wire import dump_body
 
 __all__ = ["HttpStateClient"]
@@ -84,8 +84,15 @@ class HttpStateClient:
         return json.loads(payload) if payload else None
 
     @staticmethod
+    def _name(schema: str, value: str, what: str) -> str:
+        """A name bound for the URL path, checked by the contract's own pattern before it is sent: a ``/``
+        or ``..`` would change which route it reaches, so it fails here with the service's own 422."""
+        ApiSpec.load().check_name(schema, value, what)
+        return value
+
+    @staticmethod
     def _trial(trial_id: str) -> str:
-        return "/trials/" + quote(check_trial_id(trial_id), safe="")
+        return "/trials/" + quote(HttpStateClient._name("TrialId", trial_id, "trial_id"), safe="")
 
     async def init_trial(
         self,
@@ -103,7 +110,11 @@ class HttpStateClient:
     async def get_state(
         self, trial_id: str, *, tables: Sequence[str] | None = None, stable: bool = False
     ) -> VersionedState:
-        params = None if tables is None else [("tables", check_table_name(name)) for name in tables]
+        params = (
+            None
+            if tables is None
+            else [("tables", self._name("TableName", name, "table_name")) for name in tables]
+        )
         path = self._trial(trial_id) + ("/state/stable" if stable else "/state")
         body = cast(dict[str, Any], await self._call("GET", path, params=params))
         return VersionedState(version=body["version"], tables=body["tables"])
@@ -133,11 +144,15 @@ class HttpStateClient:
         body: dict[str, Any] = {"operations": list(operations)}
         if expected_version is not None:
             body["expected_version"] = expected_version
-        path = self._trial(trial_id) + "/state/" + check_table_name(table_name)
+        path = self._trial(trial_id) + "/state/" + self._name("TableName", table_name, "table_name")
         return cast(int, cast(dict[str, Any], await self._call("PATCH", path, body))["version"])
 
     def _snapshot(self, trial_id: str, name: str) -> str:
-        return self._trial(trial_id) + "/snapshots/" + quote(check_snapshot_name(name), safe="")
+        return (
+            self._trial(trial_id)
+            + "/snapshots/"
+            + quote(self._name("SnapshotName", name, "snapshot_name"), safe="")
+        )
 
     async def create_snapshot(self, trial_id: str, name: str) -> int:
         answer = cast(dict[str, Any], await self._call("POST", self._snapshot(trial_id, name)))

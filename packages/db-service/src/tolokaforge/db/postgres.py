@@ -15,31 +15,38 @@ Every mutating call is one transaction that first locks the trial's row (``FOR U
 trial serialize across processes and a failed batch leaves nothing behind. A committed call survives a
 kill of the service: PostgreSQL has it on disk before the answer goes out.
 
-The schema comes from ``migrations/*.sql`` in this package, applied in name order on start under an
-advisory lock, each once (recorded in ``tf_migrations``); tables of the 0001 layout are converted then.
+The schema is brought up to date on start by postgres_schema.py (migrations, the 0001 layout's conversion).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
-from importlib.resources import files
-from typing import Any, Protocol, cast
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 import asyncpg  # pyright: ignore[reportMissingTypeStubs]
 
 from tolokaforge.db.chunk_cache import CURRENT, ChunkCache, StoredTable, TrialEntry, new_chunks
 from tolokaforge.db.errors import ConflictError, NotFoundError
 from tolokaforge.db.operations import TableChange, apply_changes
+from tolokaforge.db.postgres_schema import (
+    CHUNK_COLUMNS,
+    DIRECTORY_COLUMNS,
+    ChunkRow,
+    Connection,
+    Pool,
+    Record,
+    chunk_row,
+    migrate,
+    unstable_fields,
+)
 from tolokaforge.db.record_schemas import RecordValidator, compile_schemas
 from tolokaforge.db.state import TrialState, encode_tables, hash_pieces
 from tolokaforge.db.store import Hashes, TrialInit
-from tolokaforge.db.tables import NO_FIELDS, Chunk, Table, build_table, table_of_shape
+from tolokaforge.db.tables import NO_FIELDS, Chunk, Table, table_of_shape
 
-__all__ = ["PostgresStore", "migrations"]
+__all__ = ["PostgresStore"]
 
-_MIGRATION_LOCK = 0x746F6C6F6B61  # any constant shared by every process migrating this database
 _CURRENT, _INITIAL = CURRENT, "initial"
 _COPY_SLOT = """
     INSERT INTO tf_directory (trial_id, slot, table_name, shape, chunk_ids)
@@ -63,58 +70,10 @@ _COLLECT_ALL = """
 _COLLECT_EVERY = 512
 """A write collects the trial's unnamed chunks when its chunk ids cross a multiple of this: replaced
 chunks are garbage, but finding them scans every directory of the trial, so writes share that cost."""
-_CHUNK_COLUMNS = ["trial_id", "chunk_id", "full_enc", "stable_enc"]
-_DIRECTORY_COLUMNS = ["trial_id", "slot", "table_name", "shape", "chunk_ids"]
-Record = Mapping[str, Any]
-ChunkRow = tuple[str, int, bytes, bytes | None]
-
-
-class _Connection(Protocol):
-    """The part of asyncpg's Connection used here (asyncpg ships no type information)."""
-
-    async def execute(self, query: str, *args: Any) -> str: ...
-    async def executemany(self, command: str, args: Iterable[Sequence[Any]]) -> None: ...
-    async def fetch(self, query: str, *args: Any) -> list[Record]: ...
-    async def fetchrow(self, query: str, *args: Any) -> Record | None: ...
-    async def fetchval(self, query: str, *args: Any) -> Any: ...
-    async def copy_records_to_table(
-        self, table_name: str, *, records: Iterable[Sequence[Any]], columns: Sequence[str]
-    ) -> str: ...
-    def transaction(
-        self, *, isolation: str | None = None, readonly: bool = False
-    ) -> AbstractAsyncContextManager[Any]: ...
-
-
-class _Pool(Protocol):
-    """The part of asyncpg's Pool used here."""
-
-    def acquire(self) -> AbstractAsyncContextManager[_Connection]: ...
-    async def fetchval(self, query: str, *args: Any) -> Any: ...
-    async def execute(self, query: str, *args: Any) -> str: ...
-    async def close(self) -> None: ...
-
-
-def migrations() -> list[tuple[str, str]]:
-    """``(name, sql)`` of every migration shipped in this package, in the order they apply."""
-    folder = files("tolokaforge.db").joinpath("migrations")
-    entries = sorted(
-        (entry for entry in folder.iterdir() if entry.name.endswith(".sql")), key=lambda entry: entry.name
-    )
-    return [(entry.name, entry.read_text(encoding="utf-8")) for entry in entries]
 
 
 def _snapshot_slot(name: str) -> str:
     return "s:" + name
-
-
-def _unstable_fields(text: str) -> dict[str, frozenset[str]]:
-    return {name: frozenset(fields) for name, fields in cast(dict[str, list[str]], json.loads(text)).items()}
-
-
-def _chunk_row(trial_id: str, chunk_id: int, chunk: Chunk, fields: frozenset[str]) -> ChunkRow:
-    full = chunk.encoded(NO_FIELDS)
-    stable = chunk.encoded(fields) if fields else None
-    return (trial_id, chunk_id, full, stable if stable != full else None)
 
 
 def _hashes_of(version: int, tables: Mapping[str, Table], unstable: Mapping[str, frozenset[str]]) -> Hashes:
@@ -130,26 +89,15 @@ class PostgresStore:
     def __init__(self, dsn: str, *, max_connections: int = 8, cache_trials: int = 256) -> None:
         self._dsn = dsn
         self._max = max_connections
-        self._pool: _Pool | None = None
+        self._pool: Pool | None = None
         self._validators: dict[str, dict[str, RecordValidator]] = {}
         self._cache = ChunkCache(cache_trials)
 
     async def start(self) -> None:
         create_pool: Any = asyncpg.create_pool  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        self._pool = cast(_Pool, await create_pool(self._dsn, min_size=1, max_size=self._max))
-        async with self._pool.acquire() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
-            await conn.execute(
-                "CREATE TABLE IF NOT EXISTS tf_migrations "
-                "(name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            done = {record["name"] for record in await conn.fetch("SELECT name FROM tf_migrations")}
-            for name, sql in migrations():
-                if name not in done:
-                    await conn.execute(sql)
-                    await conn.execute("INSERT INTO tf_migrations (name) VALUES ($1)", name)
-            if await conn.fetchval("SELECT to_regclass('tf_tables') IS NOT NULL"):
-                await _convert_whole_tables(conn)
+        self._pool = cast(Pool, await create_pool(self._dsn, min_size=1, max_size=self._max))
+        async with self._pool.acquire() as conn:
+            await migrate(conn)
 
     async def close(self) -> None:
         self._cache.clear()
@@ -158,7 +106,7 @@ class PostgresStore:
             self._pool = None
 
     @property
-    def pool(self) -> _Pool:
+    def pool(self) -> Pool:
         if self._pool is None:
             raise RuntimeError("the postgres store is not started")
         return self._pool
@@ -166,7 +114,7 @@ class PostgresStore:
     async def count_trials(self) -> int:
         return cast(int, await self.pool.fetchval("SELECT count(*) FROM tf_trials"))
 
-    async def _lock(self, conn: _Connection, trial_id: str) -> Record:
+    async def _lock(self, conn: Connection, trial_id: str) -> Record:
         row = await conn.fetchrow(
             "SELECT version, schemas, unstable, next_chunk, created_at::text AS incarnation "
             "FROM tf_trials WHERE trial_id = $1 FOR UPDATE",
@@ -176,7 +124,7 @@ class PostgresStore:
             raise NotFoundError(f"no trial {trial_id!r}", {"trial_id": trial_id})
         return row
 
-    async def _head(self, conn: _Connection, trial_id: str) -> Record:
+    async def _head(self, conn: Connection, trial_id: str) -> Record:
         """Version, incarnation and unstable fields, without locking (inside a read transaction)."""
         row = await conn.fetchrow(
             "SELECT version, unstable, created_at::text AS incarnation FROM tf_trials WHERE trial_id = $1",
@@ -189,7 +137,7 @@ class PostgresStore:
     # -- reading chunked tables ---------------------------------------------------------------------
     async def _load(
         self,
-        conn: _Connection,
+        conn: Connection,
         trial_id: str,
         slot: str,
         names: Sequence[str] | None,
@@ -215,7 +163,7 @@ class PostgresStore:
         }
 
     async def _encodings(
-        self, conn: _Connection, trial_id: str, names: Sequence[str] | None
+        self, conn: Connection, trial_id: str, names: Sequence[str] | None
     ) -> tuple[dict[str, tuple[bytes]], dict[str, tuple[bytes]]]:
         """Each current table's (full, stable) canonical encoding, straight from the chunk rows."""
         full_parts: dict[str, list[bytes]] = {}
@@ -239,7 +187,7 @@ class PostgresStore:
         return joined(full_parts), joined(stable_parts)
 
     async def _current_hashes(
-        self, conn: _Connection, trial_id: str, entry: TrialEntry, unstable: Mapping[str, frozenset[str]]
+        self, conn: Connection, trial_id: str, entry: TrialEntry, unstable: Mapping[str, frozenset[str]]
     ) -> Hashes:
         if entry.hashes is not None:
             return entry.hashes
@@ -267,7 +215,7 @@ class PostgresStore:
             first = len(chunk_rows)
             ids = tuple(range(first, first + len(table.chunks)))
             chunk_rows.extend(
-                _chunk_row(trial_id, chunk_id, chunk, fields)
+                chunk_row(trial_id, chunk_id, chunk, fields)
                 for chunk_id, chunk in zip(ids, table.chunks, strict=True)
             )
             for slot in (_CURRENT, _INITIAL):
@@ -284,8 +232,8 @@ class PostgresStore:
             )
             if incarnation is None:
                 raise ConflictError(f"trial {trial_id!r} exists", {"trial_id": trial_id})
-            await conn.copy_records_to_table("tf_chunks", records=chunk_rows, columns=_CHUNK_COLUMNS)
-            await conn.copy_records_to_table("tf_directory", records=directory, columns=_DIRECTORY_COLUMNS)
+            await conn.copy_records_to_table("tf_chunks", records=chunk_rows, columns=CHUNK_COLUMNS)
+            await conn.copy_records_to_table("tf_directory", records=directory, columns=DIRECTORY_COLUMNS)
         hashes = _hashes_of(0, tables, init.unstable)
         entry = self._cache.get(trial_id, cast(str, incarnation), 0)
         entry.names = frozenset(stored)
@@ -300,7 +248,7 @@ class PostgresStore:
         async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
             head = await self._head(conn, trial_id)
             version = cast(int, head["version"])
-            unstable = _unstable_fields(head["unstable"])
+            unstable = unstable_fields(head["unstable"])
             entry = self._cache.peek(trial_id, head["incarnation"], version)
             cached = entry.complete(_CURRENT) if entry is not None else None
             if cached is not None:
@@ -324,7 +272,7 @@ class PostgresStore:
             entry = self._cache.peek(trial_id, head["incarnation"], version)
             if entry is None:
                 entry = TrialEntry(head["incarnation"], version)  # not kept: another process's version
-            return await self._current_hashes(conn, trial_id, entry, _unstable_fields(head["unstable"]))
+            return await self._current_hashes(conn, trial_id, entry, unstable_fields(head["unstable"]))
 
     def _compiled(self, schemas_text: str) -> dict[str, RecordValidator]:
         compiled = self._validators.get(schemas_text)
@@ -347,7 +295,7 @@ class PostgresStore:
                     f"trial {trial_id!r} is at version {version}, not {expected_version}",
                     {"version": version, "expected_version": expected_version},
                 )
-            unstable = _unstable_fields(trial["unstable"])
+            unstable = unstable_fields(trial["unstable"])
             entry = self._cache.get(trial_id, trial["incarnation"], version)
             current = entry.tables(_CURRENT)
             missing = [name for name in names if name not in current]
@@ -367,12 +315,10 @@ class PostgresStore:
                 ids, created = new_chunks(before, table, next_id)
                 next_id += len(created)
                 fields = unstable.get(name, NO_FIELDS)
-                chunk_rows.extend(
-                    _chunk_row(trial_id, chunk_id, chunk, fields) for chunk_id, chunk in created
-                )
+                chunk_rows.extend(chunk_row(trial_id, chunk_id, chunk, fields) for chunk_id, chunk in created)
                 written[name] = StoredTable(table, ids)
             if chunk_rows:
-                await conn.copy_records_to_table("tf_chunks", records=chunk_rows, columns=_CHUNK_COLUMNS)
+                await conn.copy_records_to_table("tf_chunks", records=chunk_rows, columns=CHUNK_COLUMNS)
             await self._write_directories(conn, trial_id, current, written)
             if next_id // _COLLECT_EVERY != cast(int, trial["next_chunk"]) // _COLLECT_EVERY:
                 await conn.execute(_COLLECT_ALL, trial_id)
@@ -388,7 +334,7 @@ class PostgresStore:
 
     @staticmethod
     async def _write_directories(
-        conn: _Connection, trial_id: str, before: Mapping[str, StoredTable], after: Mapping[str, StoredTable]
+        conn: Connection, trial_id: str, before: Mapping[str, StoredTable], after: Mapping[str, StoredTable]
     ) -> None:
         """Store the new chunk lists of the current slot's written tables.
 
@@ -463,7 +409,7 @@ class PostgresStore:
             await conn.execute("UPDATE tf_trials SET version = $2 WHERE trial_id = $1", trial_id, version)
             entry = self._cache.get(trial_id, trial["incarnation"], version - 1)
             entry.restore(source, version)
-            hashes = await self._current_hashes(conn, trial_id, entry, _unstable_fields(trial["unstable"]))
+            hashes = await self._current_hashes(conn, trial_id, entry, unstable_fields(trial["unstable"]))
         return hashes
 
     async def restore_snapshot(self, trial_id: str, name: str) -> Hashes:
@@ -495,30 +441,3 @@ class PostgresStore:
         self._cache.drop(trial_id)
         if gone is None:
             raise NotFoundError(f"no trial {trial_id!r}", {"trial_id": trial_id})
-
-
-async def _convert_whole_tables(conn: _Connection) -> None:
-    """Move tables stored whole (the 0001 layout, tf_tables) into chunks and directories, then drop tf_tables."""
-    rows = await conn.fetch(
-        "SELECT t.trial_id, t.slot, t.table_name, t.full_enc, r.unstable FROM tf_tables t "
-        "JOIN tf_trials r USING (trial_id) ORDER BY t.trial_id, t.slot, t.table_name"
-    )
-    next_ids: dict[str, int] = {}
-    chunk_rows: list[ChunkRow] = []
-    directory: list[tuple[str, str, str, str, list[int]]] = []
-    for row in rows:
-        trial_id = cast(str, row["trial_id"])
-        table = build_table(json.loads(row["full_enc"]))
-        fields = _unstable_fields(row["unstable"]).get(row["table_name"], NO_FIELDS)
-        first = next_ids.get(trial_id, 0)
-        ids = list(range(first, first + len(table.chunks)))
-        next_ids[trial_id] = first + len(ids)
-        chunk_rows.extend(
-            _chunk_row(trial_id, chunk_id, chunk, fields)
-            for chunk_id, chunk in zip(ids, table.chunks, strict=True)
-        )
-        directory.append((trial_id, row["slot"], row["table_name"], table.shape, ids))
-    await conn.copy_records_to_table("tf_chunks", records=chunk_rows, columns=_CHUNK_COLUMNS)
-    await conn.copy_records_to_table("tf_directory", records=directory, columns=_DIRECTORY_COLUMNS)
-    await conn.executemany("UPDATE tf_trials SET next_chunk = $2 WHERE trial_id = $1", list(next_ids.items()))
-    await conn.execute("DROP TABLE tf_tables")

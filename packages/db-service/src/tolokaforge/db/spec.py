@@ -13,6 +13,7 @@ applied with ``re.fullmatch`` for the same reason.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from functools import cached_property
@@ -26,12 +27,12 @@ from jsonschema.exceptions import best_match  # pyright: ignore[reportUnknownVar
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from tolokaforge.contracts.db_api import openapi_document
 from tolokaforge.db.errors import ValidationFailedError
 
 __all__ = ["METHODS", "ApiSpec", "find_spec_file", "first_error"]
 
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
-_SPEC_RELATIVE = Path("contracts/openapi/db-service.yaml")
 _URI = "urn:tolokaforge:db-service"
 
 
@@ -47,12 +48,8 @@ def first_error(validator: Any, value: Any) -> tuple[str, str] | None:
 
 
 def find_spec_file() -> Path:
-    """The contract file, found in ``contracts/openapi`` above this package (a workspace checkout)."""
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / _SPEC_RELATIVE
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(f"{_SPEC_RELATIVE} not found above {__file__}; pass its path (--spec)")
+    """The contract file as shipped with the contracts package (a copy of contracts/openapi's, by codegen)."""
+    return openapi_document()
 
 
 class ApiSpec:
@@ -70,7 +67,8 @@ class ApiSpec:
 
     @classmethod
     def load(cls, path: Path | None = None) -> ApiSpec:
-        return cls(path or find_spec_file())
+        """The document at ``path``; by default the shipped contract, parsed once per process."""
+        return cls(path) if path is not None else _default_spec()
 
     @cached_property
     def operations(self) -> set[tuple[str, str]]:
@@ -127,3 +125,9 @@ class ApiSpec:
         """Raise ValidationFailedError unless ``value`` is a valid ``name`` (TrialId, TableName, ...)."""
         if not self.matches(name, value):
             raise ValidationFailedError(f"invalid {what}: {value[:80]!r}", {"field": what, "schema": name})
+
+
+@functools.cache
+def _default_spec() -> ApiSpec:
+    # Shared: compiled validators are cached on the instance, so every client and service reuses them.
+    return ApiSpec(find_spec_file())

@@ -3,7 +3,7 @@
 * Only ``agent_done``, ``user_stop`` and ``max_turns`` reach GradeTrial; every other ending is answered
   here without an RPC (no grade, the reason on the trajectory).
 * GradeTrial ``success=false`` publishes no score: the runner's error is recorded as
-  ``grading_error``. "Trial '<id>' not found" there means the runner lost the trial, like
+  ``grading_error``. A TRIAL_NOT_FOUND error kind there means the runner lost the trial, like
   TRIAL_NOT_FOUND during the conversation.
 * ``trial_lost`` is retried: CleanupTrial first, then a new attempt under an attempt-scoped id.
 * CleanupTrial runs after every attempt, whatever happened.
@@ -15,7 +15,7 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 
-from tolokaforge.contracts.runner import Grade
+from tolokaforge.contracts.runner import Grade, GradeErrorKind
 from tolokaforge.core.models import TrialSpec
 from tolokaforge.core.termination import GRADEABLE_TERMINATION_REASONS, TerminationReason
 from tolokaforge.core.transcript import encode_transcript_wire
@@ -145,7 +145,7 @@ async def _grade(runner: RunnerClient, outcome: TrialOutcome) -> None:
         return
     if response.success and response.grade is not None:
         outcome.grade = response.grade
-    elif response.error == f"Trial '{outcome.trial_id}' not found":
+    elif response.error_kind == GradeErrorKind.TRIAL_NOT_FOUND:
         episode.termination, episode.error = TerminationReason.TRIAL_LOST, response.error
     else:
         outcome.grading_error = response.error or "GradeTrial answered success=false with no error"

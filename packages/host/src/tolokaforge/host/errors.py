@@ -33,6 +33,9 @@ __all__ = [
 class HostError(Exception):
     """Base of the host's own errors; ``str()`` is fit to print as one line."""
 
+    retryable: bool = False
+    """Whether trying the same thing again may succeed (decided from typed answers, never from text)."""
+
 
 @dataclass(frozen=True)
 class PackProblem:
@@ -61,9 +64,16 @@ class PackLoadError(HostError):
 class RunnerUnavailableError(HostError):
     """The runner's transport kept failing past the retry budget."""
 
+    retryable = True
+
 
 class RegistrationFailedError(HostError):
-    """RegisterTrial refused the trial; the runner's message is the error."""
+    """RegisterTrial refused the trial; the runner's message is the error, its typed kind is ``kind``."""
+
+    def __init__(self, message: str, *, kind: str, retryable: bool) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retryable = retryable
 
 
 class TrialLostError(HostError):

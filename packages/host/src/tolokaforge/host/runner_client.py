@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -32,10 +31,12 @@ from tolokaforge.contracts.runner import (
     GradeTrialRequest,
     GradeTrialResponse,
     HealthCheckRequest,
+    RegistrationErrorKind,
     RunnerServiceStub,
     ToolSchema,
 )
 from tolokaforge.core.models import TrialSpec
+from tolokaforge.core.retry import Backoff, RetryPolicy, retry_async
 
 from .errors import ConfigError, RegistrationFailedError, RunnerUnavailableError, TrialLostError
 from .trial_spec import register_request
@@ -44,6 +45,7 @@ __all__ = ["RegisteredTrial", "RunnerClient", "open_runner", "parse_address"]
 
 _T = TypeVar("_T")
 _TRANSIENT_STATUSES = (Status.UNAVAILABLE, Status.UNKNOWN, Status.CANCELLED)
+_BACKOFF = Backoff(initial_s=0.05, max_s=2.0)
 
 
 @dataclass(frozen=True)
@@ -85,21 +87,16 @@ class RunnerClient:
         self._channel.close()
 
     async def _retrying(self, what: str, call: Callable[[], Awaitable[_T]]) -> _T:
-        deadline = time.monotonic() + self._budget
-        delay = 0.05
-        while True:
-            try:
-                return await call()
-            except Exception as error:
-                if not _is_transport_error(error):
-                    raise
-                if time.monotonic() + delay > deadline:
-                    raise RunnerUnavailableError(
-                        f"runner at {self.address} unreachable for {what} after {self._budget:.0f}s: "
-                        f"{type(error).__name__}: {error}"
-                    ) from error
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 2.0)
+        policy = RetryPolicy(retry_if=_is_transport_error, backoff=_BACKOFF, deadline_s=self._budget)
+        try:
+            return await retry_async(call, policy)
+        except Exception as error:
+            if not _is_transport_error(error):
+                raise
+            raise RunnerUnavailableError(
+                f"runner at {self.address} unreachable for {what} after {self._budget:.0f}s: "
+                f"{type(error).__name__}: {error}"
+            ) from error
 
     async def health(self) -> str:
         response = await self._retrying(
@@ -112,14 +109,18 @@ class RunnerClient:
         response = await self._retrying(
             "RegisterTrial", lambda: self._stub.register_trial(request, timeout=self._timeout)
         )
-        if not response.success and "already registered" in response.error:
+        if not response.success and response.error_kind == RegistrationErrorKind.DUPLICATE_TRIAL:
             # A registration whose answer was lost in transit: forget it and register afresh.
             await self.cleanup(spec.trial_id)
             response = await self._retrying(
                 "RegisterTrial", lambda: self._stub.register_trial(request, timeout=self._timeout)
             )
         if not response.success:
-            raise RegistrationFailedError(f"RegisterTrial {spec.trial_id}: {response.error}")
+            raise RegistrationFailedError(
+                f"RegisterTrial {spec.trial_id}: {response.error}",
+                kind=response.error_kind.name or "UNSPECIFIED",
+                retryable=response.retryable,
+            )
         schemas = tuple(response.tool_schemas)
         split = response.num_agent_tools
         return RegisteredTrial(spec.trial_id, schemas[:split], schemas[split:])

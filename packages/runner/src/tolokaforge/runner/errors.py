@@ -1,28 +1,50 @@
-"""Errors raised inside the runner, each mapped once at the gRPC edge (service.py).
+"""Every error the runner raises on purpose, in one tree; each is mapped once, at the gRPC edge (service.py).
 
-RunnerError
-├── RegistrationError          RegisterTrial answers success=false with the message
-│   ├── VersionSkewError       engine_protocol_version below the runner's minimum
-│   ├── DuplicateTrialError    the trial_id is registered already
-│   └── ToolLoadError          a tool's code or schema could not be loaded
-├── TrialNotFoundError         the trial is not registered (TRIAL_NOT_FOUND / "Trial '<id>' not found")
-└── ToolFailure                one tool call failed; carries the ExecutionStatus and the ToolError
+RunnerError                        retryable: may the same request succeed when sent again unchanged?
+├── InvalidRequestError            a harness bug (empty call_id, unknown executor or termination reason):
+│                                  the RPC fails with INVALID_ARGUMENT
+├── RegistrationError              RegisterTrial answers success=false, error_kind INVALID_SPEC
+│   ├── VersionSkewError           ... VERSION_SKEW: engine_protocol_version below the runner's minimum
+│   ├── DuplicateTrialError        ... DUPLICATE_TRIAL: the trial_id is registered already
+│   ├── ToolLoadError              ... TOOL_LOAD: a tool's code, schema or server could not be loaded
+│   └── StateStoreError            ... STATE_STORE: the store refused the initial state (retryable when
+│                                  it could not be reached at all)
+├── TrialNotFoundError             the trial is not registered (TRIAL_NOT_FOUND / "Trial '<id>' not found")
+├── ToolFailure                    one tool call failed; carries the ExecutionStatus and the ToolError
+└── GradingFailure                 GradeTrial answers success=false with str(error) and error_kind
+    │                              (one per row of the error table, docs/grading.md)
+    ├── NotGradeable               "Trial '<id>' is not gradeable: <Cause>: ..."
+    ├── NotGradeableAsAuthored     "Trial '<id>' cannot be graded as authored: ..."
+    ├── HashGradingFailed          "Hash grading failed: ..." (incl. UnresolvableGoldenAction)
+    └── UnaccountedKeys            "Grading config populates scored keys the runner neither ..."
+
+Two value errors travel inside grading and are turned into a GradingFailure where they are caught:
+UnresolvableGoldenAction and MissingComponentWeight.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from tolokaforge.contracts.runner import ExecutionStatus
+from tolokaforge.contracts.runner import ExecutionStatus, GradeErrorKind, RegistrationErrorKind
 from tolokaforge.contracts.tool import ToolErrorCategory
 
 __all__ = [
     "DuplicateTrialError",
+    "GradingFailure",
+    "HashGradingFailed",
+    "InvalidRequestError",
+    "MissingComponentWeight",
+    "NotGradeable",
+    "NotGradeableAsAuthored",
     "RegistrationError",
     "RunnerError",
+    "StateStoreError",
     "ToolFailure",
     "ToolLoadError",
     "TrialNotFoundError",
+    "UnaccountedKeys",
+    "UnresolvableGoldenAction",
     "VersionSkewError",
 ]
 
@@ -30,21 +52,38 @@ __all__ = [
 class RunnerError(Exception):
     """Base of every error the runner raises on purpose."""
 
+    retryable: bool = False
+    """Whether the same request may succeed when sent again unchanged (never matched from text)."""
+
+
+class InvalidRequestError(RunnerError):
+    """The request breaks the protocol: a harness bug, answered with INVALID_ARGUMENT."""
+
 
 class RegistrationError(RunnerError):
     """RegisterTrial cannot register this trial; nothing of it remains."""
 
+    kind: ClassVar[RegistrationErrorKind] = RegistrationErrorKind.INVALID_SPEC
+
 
 class VersionSkewError(RegistrationError):
-    pass
+    kind = RegistrationErrorKind.VERSION_SKEW
 
 
 class DuplicateTrialError(RegistrationError):
-    pass
+    kind = RegistrationErrorKind.DUPLICATE_TRIAL
 
 
 class ToolLoadError(RegistrationError):
-    pass
+    kind = RegistrationErrorKind.TOOL_LOAD
+
+
+class StateStoreError(RegistrationError):
+    kind = RegistrationErrorKind.STATE_STORE
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 class TrialNotFoundError(RunnerError):
@@ -71,3 +110,49 @@ class ToolFailure(RunnerError):
         self.message = message
         self.retryable = retryable
         self.details = details or {}
+
+
+class GradingFailure(RunnerError):
+    """GradeTrial cannot produce a usable grade; the message is the response's ``error``."""
+
+    kind: ClassVar[GradeErrorKind] = GradeErrorKind.GRADING_ERROR
+
+
+class NotGradeable(GradingFailure):
+    kind = GradeErrorKind.NOT_GRADEABLE
+
+    def __init__(self, trial_id: str, cause: BaseException) -> None:
+        super().__init__(f"Trial '{trial_id}' is not gradeable: {type(cause).__name__}: {cause}")
+
+
+class NotGradeableAsAuthored(GradingFailure):
+    kind = GradeErrorKind.NOT_GRADEABLE_AS_AUTHORED
+
+    def __init__(self, trial_id: str, reason: str) -> None:
+        super().__init__(f"Trial '{trial_id}' cannot be graded as authored: {reason}")
+
+
+class HashGradingFailed(GradingFailure):
+    kind = GradeErrorKind.HASH_GRADING_FAILED
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(f"Hash grading failed: {cause}")
+
+
+class UnaccountedKeys(GradingFailure):
+    kind = GradeErrorKind.UNACCOUNTED_KEYS
+
+    def __init__(self, keys: list[str]) -> None:
+        super().__init__(
+            "Grading config populates scored keys the runner neither evaluated nor recorded a skip for: "
+            + "; ".join(keys)
+        )
+        self.keys = keys
+
+
+class UnresolvableGoldenAction(ValueError):
+    """Golden actions naming no registered tool: every bad one with its index, and the registered set."""
+
+
+class MissingComponentWeight(ValueError):
+    """A component was scored under "weighted" and combine.weights declares no share for it."""

@@ -23,6 +23,7 @@ from typing import Any
 
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
+from tolokaforge.core.retry import Backoff, RetryPolicy, retry_async
 
 from .errors import ToolFailure
 from .tools.remote import CallInfo, OperationSpec, RemoteTool, Reply
@@ -30,7 +31,7 @@ from .tools.remote import CallInfo, OperationSpec, RemoteTool, Reply
 __all__ = ["CircuitBreaker", "KeyedLocks", "RemoteOutcome", "run_remote", "settle"]
 
 MAX_ATTEMPTS = 3
-_RETRY_BACKOFF_S = 0.05
+_BACKOFF = Backoff(initial_s=0.05, max_s=0.4)
 _SURFACED_ERROR_STATUS = {
     ToolErrorCategory.INVALID_ARGUMENTS: ExecutionStatus.INVALID_ARGUMENTS,
     ToolErrorCategory.TIMEOUT: ExecutionStatus.TIMEOUT,
@@ -102,35 +103,52 @@ async def run_remote(
     locks: KeyedLocks,
 ) -> RemoteOutcome:
     """Run ``tool`` with every reaction applied; never raises a ToolFailure."""
-    attempt = 0
+    attempts = 0
     serialized: asyncio.Lock | None = None
+
+    async def once() -> tuple[str, int | None]:
+        nonlocal attempts
+        attempts += 1
+        return await _attempt(tool, arguments, call, attempts, breaker)
+
+    def retried(error: BaseException) -> bool:
+        if not isinstance(error, ToolFailure):
+            return False
+        error.details.setdefault("attempts", attempts)
+        if error.category == ToolErrorCategory.CONCURRENCY_CONFLICT:
+            return True
+        return error.retryable and may_auto_retry(tool.spec) and error.category in _RETRIED
+
+    async def before_retry(error: BaseException, attempt: int, wait_s: float) -> None:
+        nonlocal serialized
+        # A conflict is retried holding the operation's key lock: retries on one key run one at a time.
+        if _is_conflict(error) and serialized is None:
+            serialized = locks.get(_conflict_key(tool, arguments))
+            await serialized.acquire()
+
+    policy = RetryPolicy(
+        retry_if=retried,
+        max_attempts=MAX_ATTEMPTS,
+        backoff=_BACKOFF,
+        # A conflict is retried at once (under the key's lock); other retries back off.
+        wait_hint=lambda error: 0.0 if _is_conflict(error) else None,
+    )
     try:
-        while True:
-            attempt += 1
-            try:
-                output, exit_code = await _attempt(tool, arguments, call, attempt, breaker)
-                return RemoteOutcome(output, None, attempt, exit_code=exit_code)
-            except _Cancelled as cancelled:
-                # Not a failure for the model: it sees that the operation was stopped, and why.
-                return RemoteOutcome(cancelled.text, None, attempt, category="cancelled")
-            except ToolFailure as failure:
-                failure.details.setdefault("attempts", attempt)
-                if attempt >= MAX_ATTEMPTS:
-                    failure.details["attempts"] = attempt
-                    return _failed(failure, attempt)
-                if failure.category == ToolErrorCategory.CONCURRENCY_CONFLICT:
-                    # Retry holding the operation's key lock: retries on one key run one at a time.
-                    if serialized is None:
-                        serialized = locks.get(_conflict_key(tool, arguments))
-                        await serialized.acquire()
-                    continue
-                if failure.retryable and may_auto_retry(tool.spec) and failure.category in _RETRIED:
-                    await asyncio.sleep(_RETRY_BACKOFF_S * attempt)
-                    continue
-                return _failed(failure, attempt)
+        output, exit_code = await retry_async(once, policy, on_retry=before_retry)
+        return RemoteOutcome(output, None, attempts, exit_code=exit_code)
+    except _Cancelled as cancelled:
+        # Not a failure for the model: it sees that the operation was stopped, and why.
+        return RemoteOutcome(cancelled.text, None, attempts, category="cancelled")
+    except ToolFailure as failure:
+        failure.details["attempts"] = attempts
+        return _failed(failure, attempts)
     finally:
         if serialized is not None and serialized.locked():
             serialized.release()
+
+
+def _is_conflict(error: BaseException) -> bool:
+    return isinstance(error, ToolFailure) and error.category == ToolErrorCategory.CONCURRENCY_CONFLICT
 
 
 def _failed(failure: ToolFailure, attempts: int) -> RemoteOutcome:

@@ -19,10 +19,23 @@ from pydantic import ValidationError
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.core.models import TaskDescription, TrialSpec, describe_validation_error
 from tolokaforge.core.protocol import check_engine_protocol_version
-from tolokaforge.db import ConflictError, DBServiceError, NotFoundError, StateClient
+from tolokaforge.db import (
+    ConflictError,
+    DBServiceError,
+    NotFoundError,
+    StateClient,
+    StateHashes,
+    VersionedState,
+)
 
 from .code_loader import load_code
-from .errors import DuplicateTrialError, RegistrationError, TrialNotFoundError, VersionSkewError
+from .errors import (
+    DuplicateTrialError,
+    RegistrationError,
+    StateStoreError,
+    TrialNotFoundError,
+    VersionSkewError,
+)
 from .executor import ToolExecutor
 from .state.mirror import TrialMirror
 from .tools import ToolRegistry, load_python_tool
@@ -131,6 +144,33 @@ class TrialRegistry:
         self._pending.discard(trial_id)
         return trial
 
+    async def read_state(
+        self, trial_id: str, *, tables: list[str] | None, stable: bool
+    ) -> tuple[VersionedState, StateHashes]:
+        """GetState: the trial's tables and hashes, read as of one version (under the trial's lock)."""
+        trial = self.get(trial_id)
+        async with trial.lock:
+            state = await self.client.get_state(trial_id, tables=tables, stable=stable)
+            hashes = await self.client.get_hashes(trial_id)
+        return state, hashes
+
+    async def reset(self, trial_id: str, *, run_init_actions: bool) -> StateHashes:
+        """ResetTrial: the initial state again (keeping the registration), optionally re-initialised."""
+        trial = self.get(trial_id)
+        async with trial.lock:
+            hashes = await self.client.reset(trial_id)
+            await trial.mirror.reload()
+            # A server keeping its tables in-process gets the initial state too; the workspace its files.
+            await push_state(trial.sources, trial.mirror.tables)
+            if trial.workspace is not None:
+                seed_workspace(
+                    trial.workspace, trial.code_root, trial.spec.task.initial_state.workspace_files
+                )
+        if run_init_actions:
+            await self.run_initialization_actions(trial)
+            hashes = await self.client.get_hashes(trial_id)
+        return hashes
+
     async def cleanup(self, trial_id: str) -> bool:
         """Forget the trial and delete its state; False when it was not registered (idempotent)."""
         trial = self._trials.pop(trial_id, None)
@@ -223,11 +263,11 @@ class TrialRegistry:
                 unstable_fields=[field.model_dump(exclude_none=True) for field in initial.unstable_fields],
             )
         except ConflictError as error:
-            raise RegistrationError(
+            raise StateStoreError(
                 f"the state store already holds trial '{spec.trial_id}' (left by another runner?): {error.message}"
             ) from error
         except DBServiceError as error:
-            raise RegistrationError(f"the state store refused the initial state: {error.message}") from error
+            raise StateStoreError(f"the state store refused the initial state: {error.message}") from error
 
     async def _forget_state(self, trial_id: str) -> None:
         with contextlib.suppress(NotFoundError):

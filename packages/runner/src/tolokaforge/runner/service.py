@@ -22,6 +22,7 @@ from tolokaforge.contracts.runner import (
     ExecutionStatus,
     GetStateRequest,
     GetStateResponse,
+    GradeErrorKind,
     GradeTrialRequest,
     GradeTrialResponse,
     HealthCheckRequest,
@@ -37,12 +38,10 @@ from tolokaforge.contracts.tool import ToolError, ToolErrorCategory
 from tolokaforge.db import DBServiceError
 
 from . import __version__
-from .errors import RegistrationError, TrialNotFoundError
+from .errors import GradingFailure, InvalidRequestError, RegistrationError, TrialNotFoundError
 from .executor import ToolExecutor
 from .grading import grade_trial
 from .registry import TrialRegistry
-from .tools.state_sync import push_state
-from .workspace import seed_workspace
 
 __all__ = ["RunnerServicer"]
 
@@ -66,7 +65,9 @@ class RunnerServicer(RunnerServiceBase):
                 default_tool_timeout_s=message.default_tool_timeout_s,
             )
         except RegistrationError as error:
-            return RegisterTrialResponse(success=False, error=str(error))
+            return RegisterTrialResponse(
+                success=False, error=str(error), error_kind=error.kind, retryable=error.retryable
+            )
         agent, user = trial.agent_tools.schemas(), trial.user_tools.schemas()
         return RegisterTrialResponse(
             success=True, tool_schemas=agent + user, num_agent_tools=len(agent), num_user_tools=len(user)
@@ -127,19 +128,29 @@ class RunnerServicer(RunnerServiceBase):
     async def grade_trial(self, message: GradeTrialRequest) -> GradeTrialResponse:
         try:
             trial = self.registry.get(message.trial_id)
+            grade = await grade_trial(trial, message, self.executor)
+        except InvalidRequestError as error:
+            raise grpclib.GRPCError(Status.INVALID_ARGUMENT, str(error)) from error
         except TrialNotFoundError as error:
-            return GradeTrialResponse(success=False, error=str(error))
-        return await grade_trial(trial, message, self.executor)
+            return GradeTrialResponse(
+                success=False, error=str(error), error_kind=GradeErrorKind.TRIAL_NOT_FOUND
+            )
+        except GradingFailure as error:
+            return GradeTrialResponse(success=False, error=str(error), error_kind=error.kind)
+        except Exception as error:  # anything else escaping the grading path is still an answer, not a crash
+            log.exception("grading trial %s failed", message.trial_id)
+            return GradeTrialResponse(
+                success=False,
+                error=f"Grading error: {type(error).__name__}: {error}",
+                error_kind=GradeErrorKind.GRADING_ERROR,
+            )
+        return GradeTrialResponse(success=True, grade=grade)
 
     async def get_state(self, message: GetStateRequest) -> GetStateResponse:
         try:
-            trial = self.registry.get(message.trial_id)
-            async with trial.lock:
-                client = trial.mirror.client
-                state = await client.get_state(
-                    trial.trial_id, tables=list(message.tables) or None, stable=not message.include_unstable
-                )
-                hashes = await client.get_hashes(trial.trial_id)
+            state, hashes = await self.registry.read_state(
+                message.trial_id, tables=list(message.tables) or None, stable=not message.include_unstable
+            )
         except (TrialNotFoundError, DBServiceError) as error:
             return GetStateResponse(success=False, error=_describe(error))
         return GetStateResponse(
@@ -151,18 +162,9 @@ class RunnerServicer(RunnerServiceBase):
 
     async def reset_trial(self, message: ResetTrialRequest) -> ResetTrialResponse:
         try:
-            trial = self.registry.get(message.trial_id)
-            async with trial.lock:
-                hashes = await trial.mirror.client.reset(trial.trial_id)
-                await trial.mirror.reload()
-                await push_state(trial.sources, trial.mirror.tables)
-                if trial.workspace is not None:
-                    seed_workspace(
-                        trial.workspace, trial.code_root, trial.spec.task.initial_state.workspace_files
-                    )
-            if message.execute_init_actions:
-                await self.registry.run_initialization_actions(trial)
-                hashes = await trial.mirror.client.get_hashes(trial.trial_id)
+            hashes = await self.registry.reset(
+                message.trial_id, run_init_actions=message.execute_init_actions
+            )
         except (TrialNotFoundError, DBServiceError, RegistrationError) as error:
             return ResetTrialResponse(success=False, error=_describe(error))
         return ResetTrialResponse(success=True, state_hash=hashes.stable_hash)

@@ -3,20 +3,17 @@
 The order is the protocol's: decode and join the timeline (an unreadable or contradictory payload
 fails before anything else), refuse what cannot be graded as authored, resolve golden-action names
 (before any write), then the components, the accounted-keys ledger and the fold. A failure anywhere
-answers success=false with the error-table message; a grade is never approximated.
+raises a GradingFailure carrying the error-table message (service.py answers success=false with it);
+a grade is never approximated.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 from typing import Any
 
-import grpclib
-from grpclib.const import Status
-
-from tolokaforge.contracts.runner import Grade, GradeComponents, GradeTrialRequest, GradeTrialResponse
+from tolokaforge.contracts.runner import Grade, GradeComponents, GradeTrialRequest
 from tolokaforge.core.errors import UnknownTerminationReasonError
 from tolokaforge.core.models import COMPONENT_NAMES, GradingConfig
 from tolokaforge.core.termination import TerminationReason, parse_termination_reason
@@ -28,11 +25,17 @@ from tolokaforge.core.transcript.wire import (
     split_leading_system_message,
 )
 
+from ..errors import (
+    GradingFailure,
+    HashGradingFailed,
+    InvalidRequestError,
+    NotGradeable,
+    UnresolvableGoldenAction,
+)
 from ..executor import ToolExecutor
 from ..trial import TrialContext
 from .component import ComponentResult, KeyLedger
 from .custom_checks import CheckEvidence, run_custom_checks
-from .errors import GradingFailure, HashGradingFailed, NotGradeable, UnresolvableGoldenAction
 from .file_checks import evaluate_file_checks
 from .fold import fold
 from .golden import resolve_golden_action_names
@@ -44,8 +47,6 @@ from .transcript_rules import evaluate_transcript_rules
 
 __all__ = ["grade_trial"]
 
-log = logging.getLogger(__name__)
-
 NOT_EVALUATED = -1.0
 _NO_TRANSCRIPT_SKIP = "skipped: no transcript messages"
 _EVIDENCE_SKIPS = frozenset({NO_EVENTS_SKIP_REASON, _NO_TRANSCRIPT_SKIP})
@@ -54,22 +55,14 @@ _HASH_WEIGHT_NOT_CONSULTED = (
 )
 
 
-async def grade_trial(
-    trial: TrialContext, request: GradeTrialRequest, executor: ToolExecutor
-) -> GradeTrialResponse:
+async def grade_trial(trial: TrialContext, request: GradeTrialRequest, executor: ToolExecutor) -> Grade:
+    """The trial's grade; :class:`GradingFailure` (or InvalidRequestError) when none can be given."""
     try:
         termination = parse_termination_reason(request.termination_reason)
     except UnknownTerminationReasonError as error:
         # An unknown reason fails the RPC: parsing it to "none" would mislabel the trial's health.
-        raise grpclib.GRPCError(Status.INVALID_ARGUMENT, str(error)) from error
-    try:
-        grade = await _grade(trial, request, executor, termination)
-    except GradingFailure as failure:
-        return GradeTrialResponse(success=False, error=str(failure))
-    except Exception as error:  # anything else escaping the grading path is still an answer, not a crash
-        log.exception("grading trial %s failed", trial.trial_id)
-        return GradeTrialResponse(success=False, error=f"Grading error: {type(error).__name__}: {error}")
-    return GradeTrialResponse(success=True, grade=grade)
+        raise InvalidRequestError(str(error)) from error
+    return await _grade(trial, request, executor, termination)
 
 
 async def _grade(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from tolokaforge.core.models import CombineMethod
 
-from .errors import MissingComponentWeight
+from ..errors import MissingComponentWeight
 
 __all__ = ["FoldResult", "fold"]
 

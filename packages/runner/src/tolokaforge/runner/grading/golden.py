@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from tolokaforge.core.models import GoldenAction
 
-from .errors import UnresolvableGoldenAction
+from ..errors import UnresolvableGoldenAction
 
 __all__ = ["resolve_golden_action_names"]
 

@@ -17,12 +17,12 @@ from tolokaforge.core.models import GoldenAction
 from tolokaforge.core.state_diff import diff_states
 from tolokaforge.db import NotFoundError
 
+from ..errors import HashGradingFailed
 from ..executor import ToolExecutor
 from ..registry import INITIALIZED_SNAPSHOT
 from ..tools.state_sync import push_state
 from ..trial import TrialContext
 from .component import ComponentResult
-from .errors import HashGradingFailed
 
 __all__ = ["PRE_GOLDEN_SNAPSHOT", "grade_hash"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from tolokaforge.core.models import GradingConfig
 
+from ..errors import UnaccountedKeys
 from .component import KeyLedger
-from .errors import UnaccountedKeys
 from .transcript_rules import populated_transcript_keys
 
 __all__ = ["check_ledger", "populated_scored_keys"]

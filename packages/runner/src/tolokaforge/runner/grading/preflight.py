@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tolokaforge.core.models import TaskDescription
 
-from .errors import NotGradeableAsAuthored
+from ..errors import NotGradeableAsAuthored
 from .jsonpath_checks import STATE_ROOTS, UNCARRIED_ROOTS, path_root
 
 __all__ = ["check_gradeable_as_authored"]

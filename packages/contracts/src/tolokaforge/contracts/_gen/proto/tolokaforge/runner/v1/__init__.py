@@ -15,6 +15,7 @@ __all__ = (
     "GetStateResponse",
     "Grade",
     "GradeComponents",
+    "GradeErrorKind",
     "GradeTrialRequest",
     "GradeTrialResponse",
     "HealthCheckRequest",
@@ -23,6 +24,7 @@ __all__ = (
     "JudgeStatus",
     "RegisterTrialRequest",
     "RegisterTrialResponse",
+    "RegistrationErrorKind",
     "ResetTrialRequest",
     "ResetTrialResponse",
     "RunnerServiceBase",
@@ -92,6 +94,68 @@ class ExecutionStatus(betterproto2.Enum):
         }
 
 
+class GradeErrorKind(betterproto2.Enum):
+    """
+    Why GradeTrial answered success=false: one value per row of the grading error table.
+    """
+
+    UNSPECIFIED = 0
+
+    TRIAL_NOT_FOUND = 1
+    """
+    The trial is not registered (never was, or was cleaned up).
+    """
+
+    NOT_GRADEABLE = 2
+    """
+    The trial's transcript and tool-call record cannot be read or joined.
+    """
+
+    NOT_GRADEABLE_AS_AUTHORED = 3
+    """
+    The pack's grading config cannot be graded as written.
+    """
+
+    HASH_GRADING_FAILED = 4
+    """
+    The golden path could not be resolved or replayed.
+    """
+
+    UNACCOUNTED_KEYS = 5
+    """
+    A populated scored key was neither evaluated nor skipped.
+    """
+
+    GRADING_ERROR = 6
+    """
+    Anything else that escaped grading.
+    """
+
+    @classmethod
+    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+        return {
+            0: "GRADE_ERROR_KIND_UNSPECIFIED",
+            1: "GRADE_ERROR_KIND_TRIAL_NOT_FOUND",
+            2: "GRADE_ERROR_KIND_NOT_GRADEABLE",
+            3: "GRADE_ERROR_KIND_NOT_GRADEABLE_AS_AUTHORED",
+            4: "GRADE_ERROR_KIND_HASH_GRADING_FAILED",
+            5: "GRADE_ERROR_KIND_UNACCOUNTED_KEYS",
+            6: "GRADE_ERROR_KIND_GRADING_ERROR",
+        }
+
+    @classmethod
+    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+        return {
+            "GRADE_ERROR_KIND_UNSPECIFIED": 0,
+            "GRADE_ERROR_KIND_TRIAL_NOT_FOUND": 1,
+            "GRADE_ERROR_KIND_NOT_GRADEABLE": 2,
+            "GRADE_ERROR_KIND_NOT_GRADEABLE_AS_AUTHORED": 3,
+            "GRADE_ERROR_KIND_HASH_GRADING_FAILED": 4,
+            "GRADE_ERROR_KIND_UNACCOUNTED_KEYS": 5,
+            "GRADE_ERROR_KIND_GRADING_ERROR": 6,
+        }
+
+
 class JudgeStatus(betterproto2.Enum):
     UNSPECIFIED = 0
     """
@@ -122,6 +186,61 @@ class JudgeStatus(betterproto2.Enum):
             "JUDGE_STATUS_UNSPECIFIED": 0,
             "JUDGE_STATUS_COMPLETED": 1,
             "JUDGE_STATUS_ERRORED": 2,
+        }
+
+
+class RegistrationErrorKind(betterproto2.Enum):
+    """
+    Why RegisterTrial answered success=false.
+    """
+
+    UNSPECIFIED = 0
+
+    INVALID_SPEC = 1
+    """
+    The TrialSpec (or another request field) is invalid.
+    """
+
+    VERSION_SKEW = 2
+    """
+    engine_protocol_version is below the runner's minimum.
+    """
+
+    DUPLICATE_TRIAL = 3
+    """
+    The trial_id is registered already (CleanupTrial it first).
+    """
+
+    TOOL_LOAD = 4
+    """
+    A tool's code, schema or server could not be loaded or started.
+    """
+
+    STATE_STORE = 5
+    """
+    The state store refused the initial state, or could not be reached.
+    """
+
+    @classmethod
+    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+        return {
+            0: "REGISTRATION_ERROR_KIND_UNSPECIFIED",
+            1: "REGISTRATION_ERROR_KIND_INVALID_SPEC",
+            2: "REGISTRATION_ERROR_KIND_VERSION_SKEW",
+            3: "REGISTRATION_ERROR_KIND_DUPLICATE_TRIAL",
+            4: "REGISTRATION_ERROR_KIND_TOOL_LOAD",
+            5: "REGISTRATION_ERROR_KIND_STATE_STORE",
+        }
+
+    @classmethod
+    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+        return {
+            "REGISTRATION_ERROR_KIND_UNSPECIFIED": 0,
+            "REGISTRATION_ERROR_KIND_INVALID_SPEC": 1,
+            "REGISTRATION_ERROR_KIND_VERSION_SKEW": 2,
+            "REGISTRATION_ERROR_KIND_DUPLICATE_TRIAL": 3,
+            "REGISTRATION_ERROR_KIND_TOOL_LOAD": 4,
+            "REGISTRATION_ERROR_KIND_STATE_STORE": 5,
         }
 
 
@@ -474,6 +593,14 @@ class GradeTrialResponse(betterproto2.Message):
     The computed grade.
     """
 
+    error_kind: "GradeErrorKind" = betterproto2.field(
+        4, betterproto2.TYPE_ENUM, default_factory=lambda: GradeErrorKind(0)
+    )
+    """
+    Why grading failed (UNSPECIFIED on success), by the error table's rows: callers decide by this,
+    never by matching the text of `error`.
+    """
+
 
 default_message_pool.register_message("tolokaforge.runner.v1", "GradeTrialResponse", GradeTrialResponse)
 
@@ -604,6 +731,20 @@ class RegisterTrialResponse(betterproto2.Message):
     num_user_tools: "int" = betterproto2.field(5, betterproto2.TYPE_INT32)
     """
     Number of user tools registered: tool_schemas[num_agent_tools:] is theirs.
+    """
+
+    error_kind: "RegistrationErrorKind" = betterproto2.field(
+        6, betterproto2.TYPE_ENUM, default_factory=lambda: RegistrationErrorKind(0)
+    )
+    """
+    Why registration failed (UNSPECIFIED on success): a caller decides what to do by this, never by
+    matching the text of `error`.
+    """
+
+    retryable: "bool" = betterproto2.field(7, betterproto2.TYPE_BOOL)
+    """
+    Whether the same request may succeed when sent again unchanged (a state store that was
+    unreachable); false for everything the request itself causes.
     """
 
 

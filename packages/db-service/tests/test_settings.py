@@ -1,9 +1,13 @@
-"""Settings come from TOLOKAFORGE_DB_* once; the CLI reports a missing prerequisite in one line."""
+"""Settings come from flags or TOLOKAFORGE_DB_* once; the CLI reports a bad or missing one in one line."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
+from tolokaforge.core.settings import SettingsError
 from tolokaforge.db.cli import main
 from tolokaforge.db.settings import Settings
 
@@ -26,8 +30,14 @@ def test_every_setting_has_an_environment_variable() -> None:
     )
     assert (settings.max_body_bytes, settings.log_level) == (123, "info")
     assert Settings.from_env({}) == Settings()
-    with pytest.raises(ValueError, match="memory or postgres"):
+    with pytest.raises(SettingsError, match="TOLOKAFORGE_DB_STORE='sqlite'"):
         Settings.from_env({"TOLOKAFORGE_DB_STORE": "sqlite"})
+
+
+def test_postgres_without_a_dsn_is_refused_not_defaulted() -> None:
+    with pytest.raises(SettingsError, match="--store postgres needs --dsn"):
+        Settings.from_env({"TOLOKAFORGE_DB_STORE": "postgres"})
+    assert Settings().dsn is None  # no maintenance-database default anywhere
 
 
 def test_unreachable_postgres_is_one_line_and_status_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -35,3 +45,27 @@ def test_unreachable_postgres_is_one_line_and_status_2(capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("tolokaforge-db: cannot start:") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (["--store", "postgres"], {}, "tolokaforge-db: error: --store postgres needs --dsn"),
+        ([], {"TOLOKAFORGE_DB_PORT": "abc"}, "tolokaforge-db: error: TOLOKAFORGE_DB_PORT='abc': "),
+        (["--port", "70000"], {}, "tolokaforge-db: error: --port='70000': "),
+        (["--bogus"], {}, "tolokaforge-db: error: unrecognized arguments: --bogus"),
+    ],
+)
+def test_the_command_refuses_a_bad_setting_in_one_line(
+    args: list[str], env: dict[str, str], expected: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tolokaforge.db.cli", *args],
+        env={"PATH": "/usr/bin:/bin", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(expected), done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr

@@ -94,30 +94,37 @@ def test_cli_runs_a_pack_and_reports_prerequisites_in_one_line(
 ) -> None:
     monkeypatch.setenv("TOLOKAFORGE_TRIALS", "2")  # every option is an environment variable too
     output = tmp_path / "run"
-    main(
-        [
-            "run",
-            "--pack",
-            str(packs_dir / "dual_control"),
-            "--task",
-            "dc_refuse_sim_swap_wrong_pin",
-            "--output",
-            str(output),
-        ]
-    )
+    with pytest.raises(SystemExit) as done:
+        main(
+            [
+                "run",
+                "--pack",
+                str(packs_dir / "dual_control"),
+                "--task",
+                "dc_refuse_sim_swap_wrong_pin",
+                "--output",
+                str(output),
+            ]
+        )
+    assert done.value.code == 0
     printed = capsys.readouterr().out
     assert "pass^2" in printed and "1.000" in printed
+    assert printed.strip().splitlines()[-1].startswith("exit 0: all 2 trials graded")
     assert yaml.safe_load((output / "summary.yaml").read_text())["trials"] == 2
 
     with pytest.raises(SystemExit) as exit_info:
         main(["run", "--pack", str(tmp_path / "missing")])
     assert exit_info.value.code == 2
     error = capsys.readouterr().err
-    assert error.count("\n") == 1 and error.startswith("tolokaforge: error:") and "Traceback" not in error
+    assert (
+        error.count("\n") == 1
+        and error.startswith("tolokaforge: error (exit 2):")
+        and "Traceback" not in error
+    )
 
     with pytest.raises(SystemExit):
         main(["run", "--pack", str(packs_dir / "retail"), "--agent", "llm"])
     assert (
         capsys.readouterr().err.strip()
-        == "tolokaforge: error: --agent llm needs --model (or TOLOKAFORGE_MODEL)"
+        == "tolokaforge: error (exit 2): --agent llm needs --model (or TOLOKAFORGE_MODEL)"
     )

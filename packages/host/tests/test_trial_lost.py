@@ -15,6 +15,7 @@ import yaml
 from aiohttp import web
 
 from tolokaforge.host.agents import LLMAgentFactory
+from tolokaforge.host.exit_status import verdict
 from tolokaforge.host.llm import DEFAULT_PRICES, ChatClient, ChatSettings
 from tolokaforge.host.packs import load_pack
 from tolokaforge.host.run import RunSettings, run_pack
@@ -110,3 +111,36 @@ async def test_killed_runner_yields_trial_lost_then_a_clean_retry(
     assert grade["graded"] is True and grade["score"] is not None
     assert metrics["attempts"] == 2
     assert summary.terminations() == {"user_stop": 1}
+
+
+async def test_a_trial_lost_on_its_last_attempt_makes_the_run_exit_1(
+    packs_dir: Path,
+    tmp_path: Path,
+    runner_process: RunnerProcess,
+    chat_server: Callable[[Responder], Awaitable[ChatServer]],
+    replies: Replies,
+) -> None:
+    async def respond(body: dict[str, Any], count: int) -> web.StreamResponse:
+        if count == 1:
+            await runner_process.kill()  # the runner holding the trial is gone, with no attempt left
+            await runner_process.start()
+        return replies.completion(replies.tool_call("c1", "get_order_details", '{"order_id": "O-50035"}'))
+
+    server = await chat_server(respond)
+    pack = load_pack(packs_dir / "retail")
+    async with aiohttp.ClientSession() as session:
+        settings = ChatSettings(model="gpt-4o-mini", base_url=server.url, api_key="test-key")
+        summary = await run_pack(
+            pack,
+            LLMAgentFactory(ChatClient(settings, session, DEFAULT_PRICES)),
+            UserRouter(),
+            RunSettings(
+                output=tmp_path, task_ids=(TASK,), runner=f"127.0.0.1:{runner_process.port}", max_attempts=1
+            ),
+        )
+
+    assert summary.outcomes()["lost"] == 1
+    [row] = summary.not_passed()
+    assert row.kind == "lost" and "not found" in row.reason
+    result = verdict(summary)
+    assert (result.code, result.line) == (1, "exit 1: 1 lost of 1 trials; pass rate 0.000 (0/1 passed)")

@@ -160,19 +160,10 @@ class RunnerNode(pytest.Collector):
             )
 
 
-class CheckItem(pytest.Item):
-    """One check of one task (or of the runner). Fails with the check's own account of what is wrong."""
+class _CheckRun(pytest.Item):
+    """An item that runs one check on the session's loop and fails with the check's own account."""
 
-    def __init__(self, *, check: str, task: str, run: RunCheck, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # pyright: ignore[reportArgumentType, reportUnknownMemberType]
-        self.check = check
-        self.task = task
-        self._run = run
-        self.phase = PHASES[check]
-        pack = self.parent.parent if check != "runner" and self.parent is not None else None
-        self.group = f"{pack.name}::{task}" if pack is not None else "tolokaforge-runner"
-        self.user_properties.append(("tolokaforge_group", self.group))
-        self.user_properties.append(("tolokaforge_check", self.name))
+    _run: RunCheck
 
     def runtest(self) -> None:
         try:
@@ -188,6 +179,21 @@ class CheckItem(pytest.Item):
         if isinstance(excinfo.value, CheckFailure):
             return excinfo.value.details
         return super().repr_failure(excinfo, style=style)  # pyright: ignore[reportArgumentType]
+
+
+class CheckItem(_CheckRun):
+    """One check of one task (or of the runner). Fails with the check's own account of what is wrong."""
+
+    def __init__(self, *, check: str, task: str, run: RunCheck, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # pyright: ignore[reportArgumentType, reportUnknownMemberType]
+        self.check = check
+        self.task = task
+        self._run = run
+        self.phase = PHASES[check]
+        pack = self.parent.parent if check != "runner" and self.parent is not None else None
+        self.group = f"{pack.name}::{task}" if pack is not None else "tolokaforge-runner"
+        self.user_properties.append(("tolokaforge_group", self.group))
+        self.user_properties.append(("tolokaforge_check", self.name))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         what = f"{self.check} {self.task}" if self.task else self.name
@@ -239,7 +245,7 @@ def _bind_operation(
     return lambda: function(provider, operation)
 
 
-class ProviderItem(pytest.Item):
+class ProviderItem(_CheckRun):
     """One check of a tool provider (or of one of its operations)."""
 
     def __init__(self, *, subject: str, run: RunCheck, **kwargs: object) -> None:
@@ -253,21 +259,6 @@ class ProviderItem(pytest.Item):
         check = self.name if subject == self.group else f"{subject}::{self.name}"
         self.user_properties.append(("tolokaforge_group", self.group))
         self.user_properties.append(("tolokaforge_check", check))
-
-    def runtest(self) -> None:
-        try:
-            notes = session_of(self.config).run(self._run(), timeout=ITEM_TIMEOUT_S)
-        except CheckFailure as failure:
-            self.user_properties.append(("tolokaforge_reason", failure.summary))
-            raise
-        self.user_properties.extend(("tolokaforge_note", note) for note in notes)
-
-    def repr_failure(
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: str | None = None
-    ) -> str | TerminalRepr:
-        if isinstance(excinfo.value, CheckFailure):
-            return excinfo.value.details
-        return super().repr_failure(excinfo, style=style)  # pyright: ignore[reportArgumentType]
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"tolokaforge {self.name} {self.subject}"

@@ -11,13 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any, cast
 
 from tolokaforge.contracts.tool import (
-    ConfigureRequest,
-    ConfigureResponse,
-    DescribeRequest,
-    DescribeResponse,
     ExitStatus,
-    GetSchemaRequest,
-    GetSchemaResponse,
     InvokeRequest,
     InvokeResponse,
     InvokeResult,
@@ -28,8 +22,8 @@ from tolokaforge.contracts.tool import (
     ToolError,
     ToolErrorCategory,
     ToolKind,
-    ToolProviderServiceBase,
 )
+from tolokaforge.core.providers import ProviderBase
 
 from .calculator import CALCULATOR, CalculatorError, evaluate
 
@@ -73,23 +67,11 @@ RUN = OperationSchema(
 )
 
 
-class ExecProvider(ToolProviderServiceBase):
-    def __init__(self, protocol_version: int) -> None:
-        self.protocol_version = protocol_version
-
-    async def describe(self, message: DescribeRequest) -> DescribeResponse:
-        return DescribeResponse(
-            name="exec",
-            version="0.1.0",
-            protocol_version=self.protocol_version,
-            description="Run commands in the trial's workspace, with a deadline.",
-        )
-
-    async def get_schema(self, message: GetSchemaRequest) -> GetSchemaResponse:
-        return GetSchemaResponse(operations=[RUN, CALCULATOR])
-
-    async def configure(self, message: ConfigureRequest) -> ConfigureResponse:
-        return ConfigureResponse()
+class ExecProvider(ProviderBase):
+    name = "exec"
+    version = "0.1.0"
+    description = "Run commands in the trial's workspace, with a deadline."
+    operations = (RUN, CALCULATOR)
 
     async def invoke(self, message: InvokeRequest) -> AsyncIterator[InvokeResponse]:
         if message.operation == CALCULATOR.name:

@@ -9,12 +9,6 @@ from typing import Any, cast
 
 from tolokaforge.contracts.tool import (
     ConcurrencySpec,
-    ConfigureRequest,
-    ConfigureResponse,
-    DescribeRequest,
-    DescribeResponse,
-    GetSchemaRequest,
-    GetSchemaResponse,
     InvokeRequest,
     InvokeResponse,
     InvokeResult,
@@ -23,8 +17,8 @@ from tolokaforge.contracts.tool import (
     ToolError,
     ToolErrorCategory,
     ToolKind,
-    ToolProviderServiceBase,
 )
+from tolokaforge.core.providers import PROVIDER_PROTOCOL_VERSION, ProviderBase
 
 from .paths import Escape, confine
 
@@ -134,35 +128,19 @@ _ALIAS = {"read_file": "read", "write_file": "write", "list_dir": "list"}
 _DECLARED = {op.name: frozenset(json.loads(op.input_schema_json)["properties"]) for op in OPERATIONS}
 
 
-class FsProvider(ToolProviderServiceBase):
-    def __init__(self, protocol_version: int) -> None:
-        self.protocol_version = protocol_version
+class FsProvider(ProviderBase):
+    name = "fs"
+    version = "0.1.0"
+    description = "Read, write and list files inside the trial's workspace."
+    operations = OPERATIONS
+
+    def __init__(self, protocol_version: int = PROVIDER_PROTOCOL_VERSION) -> None:
+        super().__init__(protocol_version)
         self._handlers: dict[str, Callable[[Path, dict[str, Any], str], dict[str, Any]]] = {
             "read": _read,
             "write": _write,
             "list": _list,
         }
-
-    async def describe(self, message: DescribeRequest) -> DescribeResponse:
-        return DescribeResponse(
-            name="fs",
-            version="0.1.0",
-            protocol_version=self.protocol_version,
-            description="Read, write and list files inside the trial's workspace.",
-        )
-
-    async def get_schema(self, message: GetSchemaRequest) -> GetSchemaResponse:
-        return GetSchemaResponse(operations=OPERATIONS)
-
-    async def configure(self, message: ConfigureRequest) -> ConfigureResponse:
-        if message.config_json not in ("", "{}"):
-            return ConfigureResponse(
-                error=ToolError(
-                    category=ToolErrorCategory.INVALID_ARGUMENTS,
-                    message="the fs provider takes no configuration",
-                )
-            )
-        return ConfigureResponse()
 
     async def invoke(self, message: InvokeRequest) -> AsyncIterator[InvokeResponse]:
         try:

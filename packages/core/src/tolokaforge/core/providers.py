@@ -12,17 +12,31 @@ import asyncio
 import signal
 import socket
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from grpclib.server import Server
 
-from tolokaforge.contracts.tool import ToolProviderServiceBase
+from tolokaforge.contracts.tool import (
+    ConfigureRequest,
+    ConfigureResponse,
+    DescribeRequest,
+    DescribeResponse,
+    GetSchemaRequest,
+    GetSchemaResponse,
+    OperationSchema,
+    ToolError,
+    ToolErrorCategory,
+    ToolProviderServiceBase,
+)
 
 __all__ = [
     "HANDSHAKE_PREFIX",
     "PROVIDER_PROTOCOL_VERSION",
     "Handshake",
     "HandshakeError",
+    "ProviderBase",
     "format_handshake",
     "is_handshake_line",
     "parse_handshake",
@@ -71,6 +85,43 @@ def parse_handshake(text: str) -> Handshake:
         return Handshake(int(version), host.strip("[]") or "127.0.0.1", int(port))
     except ValueError as error:
         raise HandshakeError(f"malformed handshake line {text!r}: {error}") from error
+
+
+class ProviderBase(ToolProviderServiceBase):
+    """A provider's Describe, GetSchema and Configure, from four class attributes; a subclass adds Invoke.
+
+    Configure refuses any configuration (INVALID_ARGUMENTS): a provider that takes one overrides it, so
+    a configuration is never silently ignored.
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    description: ClassVar[str]
+    operations: ClassVar[Sequence[OperationSchema]]
+
+    def __init__(self, protocol_version: int = PROVIDER_PROTOCOL_VERSION) -> None:
+        self.protocol_version = protocol_version
+
+    async def describe(self, message: DescribeRequest) -> DescribeResponse:
+        return DescribeResponse(
+            name=self.name,
+            version=self.version,
+            protocol_version=self.protocol_version,
+            description=self.description,
+        )
+
+    async def get_schema(self, message: GetSchemaRequest) -> GetSchemaResponse:
+        return GetSchemaResponse(operations=list(self.operations))
+
+    async def configure(self, message: ConfigureRequest) -> ConfigureResponse:
+        if message.config_json not in ("", "{}"):
+            return ConfigureResponse(
+                error=ToolError(
+                    category=ToolErrorCategory.INVALID_ARGUMENTS,
+                    message=f"the {self.name} provider takes no configuration",
+                )
+            )
+        return ConfigureResponse()
 
 
 async def serve_provider(service: ToolProviderServiceBase, *, host: str = "127.0.0.1") -> None:

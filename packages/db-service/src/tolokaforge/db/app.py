@@ -40,6 +40,8 @@ def make_store(settings: Settings) -> Store:
     if settings.store == "postgres":
         from tolokaforge.db.postgres import PostgresStore
 
+        if not settings.dsn:
+            raise ValueError("the postgres store needs a DSN: there is no default database")
         return PostgresStore(settings.dsn)
     from tolokaforge.db.memory import MemoryStore
 

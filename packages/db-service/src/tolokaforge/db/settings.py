@@ -1,4 +1,10 @@
-"""Service settings: read once at start (CLI flags or ``TOLOKAFORGE_DB_*`` variables) and passed down."""
+"""Service settings: read once at start (CLI flags or ``TOLOKAFORGE_DB_*`` variables) and passed down.
+
+:class:`DbOptions` is the command's option set under the shared convention of
+``tolokaforge.core.settings``; :class:`Settings` is what the app is built from. The postgres store has
+no default DSN: a default would be the server's maintenance database, and tables would quietly land
+there.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +14,39 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["ENV_PREFIX", "Settings"]
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tolokaforge.core.settings import parse_settings
+
+__all__ = ["ENV_PREFIX", "DbOptions", "Settings"]
 
 ENV_PREFIX = "TOLOKAFORGE_DB_"
+PROG = "tolokaforge-db"
 StoreKind = Literal["memory", "postgres"]
+
+
+class DbOptions(BaseModel):
+    """Each field is ``--field-name`` and ``TOLOKAFORGE_DB_FIELD_NAME``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    store: StoreKind = Field("memory", description="where tables live")
+    dsn: str | None = Field(None, description="PostgreSQL DSN, required with --store postgres")
+    host: str = Field("127.0.0.1", description="address to bind")
+    port: int = Field(8765, ge=0, le=65535, description="port to bind")
+    max_body_bytes: int = Field(64 * 1024 * 1024, gt=0, description="answer 413 above this request size")
+    spec: Path | None = Field(None, description="contract file to serve (unset: the packaged one)")
+    log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(
+        "warning", description="uvicorn log level"
+    )
+
+    @model_validator(mode="after")
+    def _postgres_needs_a_dsn(self) -> DbOptions:
+        if self.store == "postgres" and not self.dsn:
+            raise ValueError(
+                f"--store postgres needs --dsn (or {ENV_PREFIX}DSN): there is no default database"
+            )
+        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +54,7 @@ class Settings:
     """Everything the app needs to start; nothing reads the environment after this."""
 
     store: StoreKind = "memory"
-    dsn: str = "postgresql://postgres@127.0.0.1:5432/postgres"
+    dsn: str | None = None
     host: str = "127.0.0.1"
     port: int = 8765
     max_body_bytes: int = 64 * 1024 * 1024
@@ -27,25 +62,19 @@ class Settings:
     log_level: str = "warning"
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Defaults overridden by ``TOLOKAFORGE_DB_STORE``, ``_DSN``, ``_HOST``, ``_PORT``, ``_MAX_BODY_BYTES``,
-        ``_SPEC`` and ``_LOG_LEVEL``."""
-        env = os.environ if environ is None else environ
-        base = cls()
-
-        def get(name: str) -> str | None:
-            return env.get(ENV_PREFIX + name) or None
-
-        store = get("STORE") or base.store
-        if store not in ("memory", "postgres"):
-            raise ValueError(f"{ENV_PREFIX}STORE must be memory or postgres, not {store!r}")
-        spec = get("SPEC")
+    def from_options(cls, options: DbOptions) -> Settings:
         return cls(
-            store=store,
-            dsn=get("DSN") or base.dsn,
-            host=get("HOST") or base.host,
-            port=int(get("PORT") or base.port),
-            max_body_bytes=int(get("MAX_BODY_BYTES") or base.max_body_bytes),
-            spec_path=Path(spec) if spec else None,
-            log_level=get("LOG_LEVEL") or base.log_level,
+            store=options.store,
+            dsn=options.dsn,
+            host=options.host,
+            port=options.port,
+            max_body_bytes=options.max_body_bytes,
+            spec_path=options.spec,
+            log_level=options.log_level,
         )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Defaults overridden by ``TOLOKAFORGE_DB_*``; a bad value raises ``SettingsError`` (a ValueError)."""
+        env = os.environ if environ is None else environ
+        return cls.from_options(parse_settings(DbOptions, prog=PROG, prefix=ENV_PREFIX, argv=[], environ=env))

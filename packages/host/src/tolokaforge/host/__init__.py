@@ -2,7 +2,8 @@
 
 The CLI is ``tolokaforge`` (:mod:`tolokaforge.host.cli`); the library entry points are
 :func:`load_pack` and :func:`run_pack`. The rest of ``__all__`` is what the pytest plugin and the
-benchmarks drive a trial with (a runner client, the TrialSpec builder, the golden agent, one episode);
+benchmarks drive a trial with (a runner client, the TrialSpec builder, the golden agent, one episode,
+the chat client), the run's exit verdict and the HTML report;
 other packages import from here only (``lint-imports`` enforces it).
 """
 
@@ -11,6 +12,9 @@ from __future__ import annotations
 from .agents import GoldenAgentFactory
 from .episode import Episode, run_episode
 from .errors import HostError, PackLoadError, PackProblem
+from .exit_status import Verdict, verdict
+from .html_report import write_report
+from .llm import DEFAULT_PRICES, ChatClient, ChatSettings
 from .packs import LoadedTask, Pack, PackReport, inspect_pack, load_pack
 from .run import RunSettings, run_pack
 from .runner_client import RegisteredTrial, RunnerClient, open_runner, parse_address
@@ -19,6 +23,9 @@ from .trial_spec import build_trial_spec, register_request
 from .users.router import UserRouter
 
 __all__ = [
+    "DEFAULT_PRICES",
+    "ChatClient",
+    "ChatSettings",
     "Episode",
     "GoldenAgentFactory",
     "HostError",
@@ -32,6 +39,7 @@ __all__ = [
     "RunSummary",
     "RunnerClient",
     "UserRouter",
+    "Verdict",
     "build_trial_spec",
     "inspect_pack",
     "load_pack",
@@ -40,4 +48,6 @@ __all__ = [
     "register_request",
     "run_episode",
     "run_pack",
+    "verdict",
+    "write_report",
 ]

@@ -170,7 +170,11 @@ async def run_episode(
         episode.termination = await _converse(_Loop(runner, trial, episode), task, agent, user, max_turns)
     except TrialLostError as error:
         episode.termination, episode.error = TerminationReason.TRIAL_LOST, str(error)
-    except (AgentError, RunnerUnavailableError) as error:
+    except AgentError as error:
+        episode.termination, episode.error = TerminationReason.ERROR, str(error)
+        if error.usage is not None:  # what the failed turn spent and retried still counts
+            episode.usage.add(error.usage)
+    except RunnerUnavailableError as error:
         episode.termination, episode.error = TerminationReason.ERROR, str(error)
     episode.wall_time_s = time.perf_counter() - started
     return episode

@@ -6,6 +6,7 @@
     ├── RegistrationFailedError    RegisterTrial answered success=false (a pack or version defect)
     ├── TrialLostError             the runner no longer holds the trial (TRIAL_NOT_FOUND, or it died)
     ├── AgentError                 the agent could not produce a turn (provider failure, bad file)
+    ├── EndpointUnreachableError   the model endpoint did not answer the up-front check
     └── ConfigError                a CLI/setting value the host cannot use (missing key, bad file)
 
 Errors that end a trial are recorded on its trajectory as data; only prerequisite failures (a pack
@@ -18,9 +19,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .turns import Usage
+
 __all__ = [
     "AgentError",
     "ConfigError",
+    "EndpointUnreachableError",
     "HostError",
     "PackLoadError",
     "PackProblem",
@@ -81,7 +85,19 @@ class TrialLostError(HostError):
 
 
 class AgentError(HostError):
-    """The agent (or the simulated user) could not produce a turn."""
+    """The agent (or the simulated user) could not produce a turn.
+
+    ``usage`` is what the failed turn spent before giving up (its retries, their causes), so the
+    trial's metrics count it rather than report ``llm_retries: 0`` for a turn that retried five times.
+    """
+
+    def __init__(self, message: str, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class EndpointUnreachableError(HostError):
+    """The model endpoint did not answer at all before the run (refused, unresolvable, hung)."""
 
 
 class ConfigError(HostError):

@@ -156,6 +156,15 @@ def metrics_dict(outcome: TrialOutcome) -> dict[str, Any]:
         "llm_calls": usage.llm_calls,
         "llm_retries": usage.llm_retries,
         "retry_log": usage.retry_log,
+        "by_model": {
+            model: {
+                "prompt_tokens": spend.prompt_tokens,
+                "completion_tokens": spend.completion_tokens,
+                "llm_calls": spend.llm_calls,
+                "cost_usd": spend.cost_usd,
+            }
+            for model, spend in usage.by_model.items()
+        },
         "wall_time_s": round(outcome.wall_time_s, 6),
         "attempts": len(outcome.lost_attempts) + 1,
         "assistant_turns": outcome.episode.assistant_turns,

@@ -2,22 +2,29 @@
 
 One event loop; an asyncio semaphore bounds the trials in flight. Each finished trial is written at
 once (so an interrupted run can ``resume``), then the summary is computed from the files.
+
+Before any trial: the output folder is checked (a new run needs a folder without one; ``--resume``
+needs the same run, by ``run.yaml``), and the runner must answer a HealthCheck within
+``preflight_budget_s`` — an unreachable runner stops the run in seconds with
+:class:`RunnerUnavailableError`, not after every trial has failed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, cast
 
 from .agents.base import AgentFactory
 from .conductor import TrialOutcome, TrialSettings, run_trial
 from .errors import ConfigError
+from .manifest import RunIdentity, read_manifest, refuse_resume_if_different, utc_now, write_manifest
 from .packs.loader import LoadedTask, Pack
 from .results import configured_components, is_finished, trial_dir, write_outcome
-from .runner_client import open_runner
+from .runner_client import RunnerClient, open_runner
 from .summary import RunSummary, summarise, write_summary
 from .users.base import UserSimulatorFactory
 
@@ -36,6 +43,14 @@ class RunSettings:
     max_attempts: int = 3
     default_max_turns: int = 30
     transport_budget_s: float = 30.0
+    preflight_budget_s: float = 5.0
+    """How long the runner may take to answer its first HealthCheck."""
+    models: Mapping[str, str | None] = field(default_factory=dict[str, str | None])
+    """Models by role (``agent``, ``user``, ...) for run.yaml; the agent's own model when empty."""
+    llm_endpoint: str | None = None
+    """The model endpoint's base URL; run.yaml keeps only its host."""
+    options: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    """Every option the caller was given, for run.yaml (the CLI passes all of its own)."""
 
 
 class RunObserver(Protocol):
@@ -62,6 +77,47 @@ def _select(pack: Pack, task_ids: tuple[str, ...]) -> list[LoadedTask]:
     return [known[task_id] for task_id in dict.fromkeys(task_ids)]
 
 
+def _identity(
+    pack: Pack, agents: AgentFactory, tasks: list[LoadedTask], settings: RunSettings
+) -> RunIdentity:
+    models = dict(settings.models) or {"agent": agents.model}
+    options = {
+        "max_turns": settings.default_max_turns,
+        "max_attempts": settings.max_attempts,
+        "concurrency": settings.concurrency,
+        **settings.options,
+    }
+    return RunIdentity.of(
+        pack, agents.name, models, tuple(t.task_id for t in tasks), settings.trials, options
+    )
+
+
+def _check_output(settings: RunSettings, identity: RunIdentity, any_finished: bool) -> dict[str, Any] | None:
+    recorded = read_manifest(settings.output)
+    if settings.resume:
+        refuse_resume_if_different(recorded, identity, settings.output)
+    elif recorded is not None or any_finished:
+        raise ConfigError(
+            f"{settings.output} already holds a run: pass --resume to continue it, or choose another --output"
+        )
+    return recorded
+
+
+async def _runner_facts(runner: RunnerClient, settings: RunSettings) -> dict[str, Any]:
+    health = await runner.health_check(budget_s=settings.preflight_budget_s)
+    return {
+        "mode": "remote" if settings.runner else "embedded",
+        "address": settings.runner or "in this process",
+        "version": health.version,
+        "status": health.status,
+        "isolation": "embedded runner in this process, state in memory"
+        if settings.runner is None
+        else "remote runner process, state in its store",
+        "db_service_connected": health.db_service_connected,
+        "tool_adapters": list(health.available_adapters),
+    }
+
+
 async def run_pack(
     pack: Pack,
     agents: AgentFactory,
@@ -76,37 +132,60 @@ async def run_pack(
     tasks = _select(pack, settings.task_ids)
     keys = [(loaded, index) for loaded in tasks for index in range(settings.trials)]
     finished = [is_finished(trial_dir(settings.output, loaded.task_id, index)) for loaded, index in keys]
-    if any(finished) and not settings.resume:
-        raise ConfigError(
-            f"{settings.output} already holds finished trials: pass --resume to continue that run, "
-            "or choose another --output"
-        )
+    identity = _identity(pack, agents, tasks, settings)
+    recorded = _check_output(settings, identity, any(finished))
     todo = [key for key, done in zip(keys, finished, strict=True) if not done]
     summary = RunSummary(pack=pack.name, agent=agents.name, trials_per_task=settings.trials)
     summary.skipped = len(keys) - len(todo)
-    observer.started(len(keys), summary.skipped)
-    settings.output.mkdir(parents=True, exist_ok=True)
+    started_at = str(recorded["started_at"]) if recorded and recorded.get("started_at") else utc_now()
+    resumed_at = [*map(str, cast(list[Any], recorded.get("resumed_at") or [])), utc_now()] if recorded else []
+    runner_facts: dict[str, Any] = dict(recorded.get("runner") or {}) if recorded else {}
     trial_settings = TrialSettings(
         run_id=settings.output.name,
         max_attempts=settings.max_attempts,
         default_max_turns=settings.default_max_turns,
     )
+    crashes: dict[tuple[str, int], str] = {}
+
+    def manifest(finished_at: str | None) -> None:
+        write_manifest(
+            settings.output,
+            identity,
+            runner=runner_facts,
+            llm_endpoint=settings.llm_endpoint,
+            started_at=started_at,
+            finished_at=finished_at,
+            resumed_at=resumed_at,
+        )
+
     started = time.perf_counter()
     if todo:
         async with open_runner(settings.runner, transport_budget_s=settings.transport_budget_s) as runner:
+            runner_facts = await _runner_facts(runner, settings)  # unreachable: raised here, in seconds
+            settings.output.mkdir(parents=True, exist_ok=True)
+            manifest(None)
+            observer.started(len(keys), summary.skipped)
             gate = asyncio.Semaphore(settings.concurrency)
 
             async def one(loaded: LoadedTask, index: int) -> None:
                 async with gate:
-                    outcome = await run_trial(runner, loaded, index, agents, users, trial_settings)
+                    try:
+                        outcome = await run_trial(runner, loaded, index, agents, users, trial_settings)
+                    except Exception as error:  # a host defect on one trial must not sink the others
+                        crashes[(loaded.task_id, index)] = f"{type(error).__name__}: {error}"
+                        return
                 write_outcome(settings.output, outcome, configured_components(loaded.task.grading))
                 observer.trial_done(outcome)
 
             async with asyncio.TaskGroup() as group:
                 for loaded, index in todo:
                     group.create_task(one(loaded, index))
+    else:
+        settings.output.mkdir(parents=True, exist_ok=True)
+        observer.started(len(keys), summary.skipped)
     summary.wall_time_s = time.perf_counter() - started
     summary.ran = len(todo)
-    summarise(settings.output, [(loaded.task_id, index) for loaded, index in keys], summary)
+    summarise(settings.output, [(loaded.task_id, index) for loaded, index in keys], summary, crashes)
     write_summary(settings.output, summary)
+    manifest(utc_now())
     return summary

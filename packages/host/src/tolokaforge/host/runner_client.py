@@ -31,6 +31,7 @@ from tolokaforge.contracts.runner import (
     GradeTrialRequest,
     GradeTrialResponse,
     HealthCheckRequest,
+    HealthCheckResponse,
     RegistrationErrorKind,
     RunnerServiceStub,
     ToolSchema,
@@ -86,23 +87,32 @@ class RunnerClient:
     def close(self) -> None:
         self._channel.close()
 
-    async def _retrying(self, what: str, call: Callable[[], Awaitable[_T]]) -> _T:
-        policy = RetryPolicy(retry_if=_is_transport_error, backoff=_BACKOFF, deadline_s=self._budget)
+    async def _retrying(
+        self, what: str, call: Callable[[], Awaitable[_T]], budget_s: float | None = None
+    ) -> _T:
+        budget = self._budget if budget_s is None else budget_s
+        policy = RetryPolicy(retry_if=_is_transport_error, backoff=_BACKOFF, deadline_s=budget)
         try:
             return await retry_async(call, policy)
         except Exception as error:
             if not _is_transport_error(error):
                 raise
             raise RunnerUnavailableError(
-                f"runner at {self.address} unreachable for {what} after {self._budget:.0f}s: "
+                f"runner at {self.address} unreachable for {what} after {budget:g}s: "
                 f"{type(error).__name__}: {error}"
             ) from error
 
     async def health(self) -> str:
-        response = await self._retrying(
-            "HealthCheck", lambda: self._stub.health_check(HealthCheckRequest(), timeout=self._timeout)
+        return (await self.health_check()).status
+
+    async def health_check(self, *, budget_s: float | None = None) -> HealthCheckResponse:
+        """HealthCheck, retried across transport failures for ``budget_s`` (default: the transport budget)."""
+        timeout = self._timeout if budget_s is None else budget_s
+        return await self._retrying(
+            "HealthCheck",
+            lambda: self._stub.health_check(HealthCheckRequest(), timeout=timeout),
+            budget_s,
         )
-        return response.status
 
     async def register(self, spec: TrialSpec) -> RegisteredTrial:
         request = register_request(spec)

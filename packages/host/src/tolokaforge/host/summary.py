@@ -1,37 +1,83 @@
-"""The run summary: read every trial's result files back and aggregate them.
+"""The run summary: every selected trial's row (read back from its files), aggregated.
 
 Computed from the files, not from memory, so a resumed run summarises the trials it skipped exactly
-like the ones it ran. ``pass^k`` is tau-bench's: per task with n trials of which c passed,
-C(c, k) / C(n, k), averaged over tasks — the chance that k trials drawn from the task all pass.
+like the ones it ran. Every figure names what it counts (``DEFINITIONS`` is written into
+``summary.yaml``): rates are over *all* selected trials, where a trial without a grade counts as not
+passed; mean scores are over *graded* trials only.
+
+Per task with n trials of which c passed, for k <= n: ``pass^k`` = C(c, k) / C(n, k), the chance that k
+trials drawn from the task all pass (tau-bench's); ``pass@k`` = 1 - C(n - c, k) / C(n, k), the chance
+that at least one of k drawn trials passes (the unbiased estimator of the Codex paper). Run-level
+values average the per-task ones over tasks with at least k trials.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from math import comb
 from pathlib import Path
 from typing import Any
 
-from .results import dump_yaml, read_yaml, trial_dir
+from .results import dump_yaml
+from .trial_rows import TRIAL_KINDS, TrialRow, read_row
 
-__all__ = ["RunSummary", "TrialRow", "summarise", "write_summary"]
+__all__ = [
+    "DEFINITIONS",
+    "RunSummary",
+    "TaskRow",
+    "TrialRow",
+    "pass_at",
+    "pass_hat",
+    "summarise",
+    "write_summary",
+]
+
+DEFINITIONS: dict[str, str] = {
+    "pass_rate": "passed trials / all selected trials (a trial without a grade counts as not passed)",
+    "mean_score": "mean score over graded trials only (ungraded trials have no score)",
+    "pass^k": "per task C(passed, k) / C(trials, k): k drawn trials all pass; mean over tasks",
+    "pass@k": "per task 1 - C(failed, k) / C(trials, k): one of k drawn trials passes; mean over tasks",
+    "outcomes": "trials by what became of them: passed, failed (graded, did not pass), not_gradeable "
+    "(ended without a grade), lost (runner lost it on the last attempt), unfinished (no grade.yaml)",
+    "components": "per grade component: trials it was evaluated in, and its mean over those",
+    "unscored_components": "per component: trials whose task configured it and whose grade left it unscored "
+    "(a custom-checks suite under fail_on_error: false that could not run, say)",
+    "grades_carrying": "graded or ungraded trials whose grade.yaml carries this field (non-empty)",
+    "models": "tokens, calls and cost per model over all trials (agent and simulated user)",
+}
+
+
+def pass_hat(n: int, c: int, k: int) -> float:
+    return comb(c, k) / comb(n, k)
+
+
+def pass_at(n: int, c: int, k: int) -> float:
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def _mean(values: Iterable[float]) -> float | None:
+    listed = list(values)
+    return sum(listed) / len(listed) if listed else None
 
 
 @dataclass(frozen=True)
-class TrialRow:
+class TaskRow:
     task_id: str
-    trial_index: int
-    passed: bool
-    score: float | None
-    termination: str | None
-    grading_error: str | None
-    tokens: int
-    cost_usd: float | None
-    wall_time_s: float
-    tool_calls: int
-    unscored: tuple[str, ...] = ()
-    """Components the task configured that this trial's grade left unscored."""
+    trials: int
+    passed: int
+    graded: int
+    mean_score: float | None
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.trials if self.trials else 0.0
+
+    def pass_hat(self, k: int) -> float | None:
+        return pass_hat(self.trials, self.passed, k) if k <= self.trials else None
+
+    def pass_at(self, k: int) -> float | None:
+        return pass_at(self.trials, self.passed, k) if k <= self.trials else None
 
 
 @dataclass
@@ -48,18 +94,35 @@ class RunSummary:
     def pass_rate(self) -> float:
         return sum(row.passed for row in self.rows) / len(self.rows) if self.rows else 0.0
 
+    def tasks(self) -> list[TaskRow]:
+        by_task: dict[str, list[TrialRow]] = {}
+        for row in self.rows:
+            by_task.setdefault(row.task_id, []).append(row)
+        return [
+            TaskRow(
+                task_id=task_id,
+                trials=len(rows),
+                passed=sum(row.passed for row in rows),
+                graded=sum(row.graded for row in rows),
+                mean_score=_mean(row.score for row in rows if row.score is not None),
+            )
+            for task_id, rows in by_task.items()
+        ]
+
     def pass_hat(self, k: int) -> float | None:
         """pass^k over tasks that have at least k trials; None when none has."""
-        per_task: dict[str, list[bool]] = {}
-        for row in self.rows:
-            per_task.setdefault(row.task_id, []).append(row.passed)
-        values = [comb(sum(r), k) / comb(len(r), k) for r in per_task.values() if len(r) >= k]
-        return sum(values) / len(values) if values else None
+        return _mean(value for task in self.tasks() if (value := task.pass_hat(k)) is not None)
+
+    def pass_at(self, k: int) -> float | None:
+        return _mean(value for task in self.tasks() if (value := task.pass_at(k)) is not None)
 
     @property
     def mean_score(self) -> float | None:
-        scores = [row.score for row in self.rows if row.score is not None]
-        return sum(scores) / len(scores) if scores else None
+        return _mean(row.score for row in self.rows if row.score is not None)
+
+    @property
+    def graded(self) -> int:
+        return sum(row.graded for row in self.rows)
 
     @property
     def tokens(self) -> int:
@@ -70,6 +133,29 @@ class RunSummary:
         costs = [row.cost_usd for row in self.rows]
         return None if any(cost is None for cost in costs) else sum(cost or 0.0 for cost in costs)
 
+    def outcomes(self) -> dict[str, int]:
+        return {kind: sum(row.kind == kind for row in self.rows) for kind in TRIAL_KINDS}
+
+    def not_passed(self) -> list[TrialRow]:
+        return [row for row in self.rows if not row.passed]
+
+    def terminations(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for row in self.rows:
+            if row.kind != "unfinished":
+                key = row.termination or "unknown"
+                counts[key] = counts.get(key, 0) + 1
+        return counts
+
+    def components(self) -> dict[str, dict[str, Any]]:
+        """Every component any grade names (new ones slot in), evaluated count and mean."""
+        names = dict.fromkeys(name for row in self.rows for name in row.components)
+        table: dict[str, dict[str, Any]] = {}
+        for name in names:
+            values = [v for row in self.rows if (v := row.components.get(name)) is not None]
+            table[name] = {"evaluated_in": len(values), "mean": _mean(values)}
+        return table
+
     def unscored(self) -> dict[str, int]:
         """Per component, how many graded trials left it unscored although the task configured it."""
         counts: dict[str, int] = {}
@@ -78,15 +164,31 @@ class RunSummary:
                 counts[name] = counts.get(name, 0) + 1
         return counts
 
-    def terminations(self) -> dict[str, int]:
+    def grades_carrying(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for row in self.rows:
-            key = row.termination or "unknown"
-            counts[key] = counts.get(key, 0) + 1
-        return counts
+            for name in row.grade_fields:
+                counts[name] = counts.get(name, 0) + 1
+        return dict(sorted(counts.items()))
+
+    def models(self) -> dict[str, dict[str, Any]]:
+        table: dict[str, dict[str, Any]] = {}
+        for row in self.rows:
+            for model, spend in row.by_model.items():
+                entry = table.setdefault(
+                    model, {"prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0, "cost_usd": 0.0}
+                )
+                for key in ("prompt_tokens", "completion_tokens", "llm_calls"):
+                    entry[key] += int(spend.get(key) or 0)
+                cost = spend.get("cost_usd")
+                entry["cost_usd"] = (
+                    None if entry["cost_usd"] is None or cost is None else entry["cost_usd"] + cost
+                )
+        return table
 
     def to_dict(self) -> dict[str, Any]:
         k = self.trials_per_task
+        outcomes = self.outcomes()
         return {
             "pack": self.pack,
             "agent": self.agent,
@@ -94,23 +196,51 @@ class RunSummary:
             "trials_per_task": k,
             "ran": self.ran,
             "skipped_by_resume": self.skipped,
-            "passed": sum(row.passed for row in self.rows),
+            "outcomes": outcomes,
+            "passed": outcomes["passed"],
+            "graded": self.graded,
             "pass_rate": self.pass_rate,
+            "mean_score": self.mean_score,
             "pass^1": self.pass_hat(1),
             f"pass^{k}": self.pass_hat(k),
-            "mean_score": self.mean_score,
-            "graded": sum(row.score is not None for row in self.rows),
-            "unscored_components": self.unscored(),
+            f"pass@{k}": self.pass_at(k),
             "grading_errors": sum(row.grading_error is not None for row in self.rows),
             "terminations": self.terminations(),
+            "components": self.components(),
+            "unscored_components": self.unscored(),
+            "grades_carrying": self.grades_carrying(),
             "tokens": self.tokens,
             "cost_usd": self.cost_usd,
+            "models": self.models(),
             "wall_time_s": round(self.wall_time_s, 3),
             "trials_per_second": round(self.ran / self.wall_time_s, 3) if self.wall_time_s > 0 else None,
+            "per_task": [
+                {
+                    "task_id": task.task_id,
+                    "trials": task.trials,
+                    "passed": task.passed,
+                    "graded": task.graded,
+                    "pass_rate": task.pass_rate,
+                    "mean_score": task.mean_score,
+                    f"pass@{k}": task.pass_at(k),
+                    f"pass^{k}": task.pass_hat(k),
+                }
+                for task in self.tasks()
+            ],
+            "failures": [
+                {
+                    "task_id": row.task_id,
+                    "trial_index": row.trial_index,
+                    "kind": row.kind,
+                    "reason": row.reason,
+                }
+                for row in self.not_passed()
+            ],
             "per_trial": [
                 {
                     "task_id": row.task_id,
                     "trial_index": row.trial_index,
+                    "outcome": row.kind,
                     "passed": row.passed,
                     "score": row.score,
                     "termination_reason": row.termination,
@@ -119,33 +249,21 @@ class RunSummary:
                 }
                 for row in self.rows
             ],
+            "definitions": DEFINITIONS,
         }
 
 
-def summarise(output: Path, keys: Sequence[tuple[str, int]], summary: RunSummary) -> RunSummary:
-    """Fill ``summary.rows`` from the result files of the trials named by ``keys``."""
-    for task_id, index in keys:
-        directory = trial_dir(output, task_id, index)
-        if not (directory / "grade.yaml").is_file():
-            continue
-        grade = read_yaml(directory / "grade.yaml")
-        trajectory = read_yaml(directory / "trajectory.yaml")
-        metrics = read_yaml(directory / "metrics.yaml")
-        summary.rows.append(
-            TrialRow(
-                task_id=task_id,
-                trial_index=index,
-                passed=bool(grade.get("binary_pass")),
-                score=grade.get("score"),
-                termination=trajectory.get("termination_reason"),
-                grading_error=trajectory.get("grading_error"),
-                tokens=int(metrics.get("total_tokens") or 0),
-                cost_usd=metrics.get("cost_usd"),
-                wall_time_s=float(metrics.get("wall_time_s") or 0.0),
-                tool_calls=int(metrics.get("tool_calls") or 0),
-                unscored=tuple(str(name) for name in grade.get("unscored") or ()),
-            )
-        )
+def summarise(
+    output: Path,
+    keys: Sequence[tuple[str, int]],
+    summary: RunSummary,
+    crashes: dict[tuple[str, int], str] | None = None,
+) -> RunSummary:
+    """Fill ``summary.rows`` from the result files of every trial named by ``keys``."""
+    crashes = crashes or {}
+    summary.rows.extend(
+        read_row(output, task_id, index, crashes.get((task_id, index))) for task_id, index in keys
+    )
     return summary
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["AgentTurn", "ProposedCall", "Usage", "UserTurn"]
+__all__ = ["AgentTurn", "ModelUsage", "ProposedCall", "Usage", "UserTurn"]
 
 
 @dataclass(frozen=True)
@@ -20,8 +20,26 @@ class ProposedCall:
 
 
 @dataclass
+class ModelUsage:
+    """One model's share of a trial's spend."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    llm_calls: int = 0
+
+    def add(self, other: ModelUsage) -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost_usd = (
+            None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
+        )
+        self.llm_calls += other.llm_calls
+
+
+@dataclass
 class Usage:
-    """Spend of one trial's LLM traffic (agent and simulated user together)."""
+    """Spend of one trial's LLM traffic (agent and simulated user together), in total and per model."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -30,6 +48,15 @@ class Usage:
     llm_calls: int = 0
     llm_retries: int = 0
     retry_log: list[str] = field(default_factory=list[str])
+    by_model: dict[str, ModelUsage] = field(default_factory=dict[str, ModelUsage])
+
+    def record_call(self, model: str, prompt: int, completion: int, cost_usd: float | None) -> None:
+        """One answered completion of ``model``."""
+        self.add(
+            Usage(
+                prompt, completion, cost_usd, 1, by_model={model: ModelUsage(prompt, completion, cost_usd, 1)}
+            )
+        )
 
     def add(self, other: Usage) -> None:
         self.prompt_tokens += other.prompt_tokens
@@ -40,6 +67,8 @@ class Usage:
         self.llm_calls += other.llm_calls
         self.llm_retries += other.llm_retries
         self.retry_log.extend(other.retry_log)
+        for model, spend in other.by_model.items():
+            self.by_model.setdefault(model, ModelUsage()).add(spend)
 
 
 @dataclass(frozen=True)

@@ -1,47 +1,71 @@
 """``tolokaforge-runner``: serve the RunnerService until interrupted.
 
-    tolokaforge-runner --port 50051 --store memory
-    tolokaforge-runner --port 50051 --db-url http://127.0.0.1:8700
+    tolokaforge-runner --port 50051                       (trial state in this process)
+    tolokaforge-runner --port 50051 --db-url http://127.0.0.1:8765
 
-Every option is also an environment variable (TOLOKAFORGE_RUNNER_HOST, _PORT, _DB_URL, _TOOL_TIMEOUT).
-The bound address is printed as ``tolokaforge-runner listening on HOST:PORT`` once serving.
+Every option is also a ``TOLOKAFORGE_RUNNER_<OPTION>`` variable (``tolokaforge.core.settings``: flags
+win). A bad setting or an address that cannot be bound is one line on stderr and exit status 2. The
+bound address is printed as ``tolokaforge-runner listening on HOST:PORT`` once serving.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
 import signal
 import sys
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tolokaforge.core.settings import exit_on_settings_error, parse_settings
 
 from .server import RunnerSettings, start_runner
 
-__all__ = ["main"]
+__all__ = ["ENV_PREFIX", "RunnerOptions", "main"]
+
+ENV_PREFIX = "TOLOKAFORGE_RUNNER_"
+PROG = "tolokaforge-runner"
 
 
-def _parser() -> argparse.ArgumentParser:
-    env = os.environ.get
-    parser = argparse.ArgumentParser(
-        prog="tolokaforge-runner", description="Serve the Tolokaforge RunnerService."
+class RunnerOptions(BaseModel):
+    """The command's options; each field is ``--field-name`` and ``TOLOKAFORGE_RUNNER_FIELD_NAME``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = Field("127.0.0.1", description="address to bind")
+    port: int = Field(50051, ge=0, le=65535, description="port to bind (0: any free port)")
+    store: Literal["memory", "http"] | None = Field(
+        None, description="memory: trial state in this process; http: the DB service at --db-url"
     )
-    parser.add_argument("--host", default=env("TOLOKAFORGE_RUNNER_HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(env("TOLOKAFORGE_RUNNER_PORT", "50051")))
-    store = parser.add_mutually_exclusive_group()
-    store.add_argument("--store", choices=["memory"], help="keep trial state in this process (default)")
-    store.add_argument("--db-url", default=env("TOLOKAFORGE_RUNNER_DB_URL"), help="a DB service over HTTP")
-    parser.add_argument(
-        "--tool-timeout",
-        type=float,
-        default=float(env("TOLOKAFORGE_RUNNER_TOOL_TIMEOUT", "30")),
-        help="default per-call tool budget in seconds",
+    db_url: str | None = Field(None, description="a DB service over HTTP (implies --store http)")
+    tool_timeout: float = Field(30.0, gt=0, description="default per-call tool budget in seconds")
+
+    @model_validator(mode="after")
+    def _store_matches_db_url(self) -> RunnerOptions:
+        if self.store == "http" and not self.db_url:
+            raise ValueError("--store http needs --db-url (or TOLOKAFORGE_RUNNER_DB_URL)")
+        if self.store == "memory" and self.db_url:
+            raise ValueError("--store memory and --db-url exclude each other")
+        return self
+
+
+def parse_options(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+) -> RunnerOptions:
+    return parse_settings(
+        RunnerOptions,
+        prog=PROG,
+        prefix=ENV_PREFIX,
+        description="Serve the Tolokaforge RunnerService.",
+        argv=argv,
+        environ=environ,
     )
-    return parser
 
 
 async def _serve(settings: RunnerSettings) -> None:
     handle = await start_runner(settings)
-    print(f"tolokaforge-runner listening on {handle.address}", flush=True)
+    print(f"{PROG} listening on {handle.address}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -52,14 +76,21 @@ async def _serve(settings: RunnerSettings) -> None:
         await handle.close()
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
-    db_url = None if args.store == "memory" else args.db_url
+def _run(argv: Sequence[str] | None) -> int:
+    options = parse_options(argv)
     settings = RunnerSettings(
-        host=args.host, port=args.port, db_url=db_url, default_tool_timeout_s=args.tool_timeout
+        host=options.host,
+        port=options.port,
+        db_url=options.db_url,
+        default_tool_timeout_s=options.tool_timeout,
     )
     try:
         asyncio.run(_serve(settings))
     except OSError as error:
-        print(f"tolokaforge-runner: cannot serve on {args.host}:{args.port}: {error}", file=sys.stderr)
-        raise SystemExit(2) from error
+        print(f"{PROG}: error: cannot serve on {options.host}:{options.port}: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    raise SystemExit(exit_on_settings_error(PROG, lambda: _run(argv)))

@@ -1,4 +1,4 @@
-"""TaskDescription: what the runner needs to know about one task (runner-protocol.md, spec.task).
+"""TaskDescription: what the runner needs to know about one task (docs/protocol/runner.md#registertrial, spec.task).
 
 The host's pack loader builds it from task.yaml / grading.yaml; the runner validates it on
 RegisterTrial. Grading configuration lives in :mod:`tolokaforge.core.models.grading`.

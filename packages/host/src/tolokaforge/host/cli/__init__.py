@@ -1,8 +1,10 @@
-"""``tolokaforge``: the command group. One module per command (run, validate).
+"""``tolokaforge``: the command group. One module per command (run, validate, report/view, init).
 
-Every option is also an environment variable, ``TOLOKAFORGE_<OPTION>`` (shown in ``--help``). A
-prerequisite failure — a pack that does not load, a runner that cannot be reached, a missing API key —
-is printed as one line on stderr with exit status 2, never as a traceback.
+Every option is also an environment variable, ``TOLOKAFORGE_<OPTION>`` (shown in ``--help``; the rule
+is ``tolokaforge.core.settings.env_var``). A usage error or a prerequisite failure — a bad option, a
+pack that does not load, a runner or model endpoint that cannot be reached, a missing API key — is one
+line on stderr with exit status 2, never a traceback. ``run`` ends with a line naming its exit status
+(see ``tolokaforge.host.exit_status``); an interrupt exits 130.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ import sys
 import click
 
 from ..errors import HostError
+from ..exit_status import EXIT_INTERRUPTED, EXIT_USAGE
+from .init_command import init_command
+from .report_command import report_command, view_command
 from .run_command import run_command
 from .validate_command import validate_command
 
@@ -25,17 +30,30 @@ def cli() -> None:
 
 cli.add_command(run_command)
 cli.add_command(validate_command)
+cli.add_command(report_command)
+cli.add_command(view_command)
+cli.add_command(init_command)
+
+
+def _fail(message: str) -> None:
+    click.echo(f"tolokaforge: error (exit {EXIT_USAGE}): {message}", err=True)
+    sys.exit(EXIT_USAGE)
 
 
 def main(argv: list[str] | None = None) -> None:
+    result: object = 0
     try:
-        cli.main(args=argv, prog_name="tolokaforge", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("tolokaforge: aborted", err=True)
-        sys.exit(130)
+        result = cli.main(args=argv, prog_name="tolokaforge", standalone_mode=False)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo(
+            f"tolokaforge: interrupted (exit {EXIT_INTERRUPTED}); --resume continues the run", err=True
+        )
+        sys.exit(EXIT_INTERRUPTED)
+    except click.UsageError as error:
+        hint = f" (see {error.ctx.command_path} --help)" if error.ctx is not None else ""
+        _fail(f"{error.format_message()}{hint}")
     except click.ClickException as error:
-        error.show()
-        sys.exit(error.exit_code)
+        _fail(error.format_message())
     except HostError as error:
-        click.echo(f"tolokaforge: error: {error}", err=True)
-        sys.exit(2)
+        _fail(str(error))
+    sys.exit(result if isinstance(result, int) else 0)

@@ -9,7 +9,7 @@ from rich.table import Table
 from ..conductor import TrialOutcome
 from ..summary import RunSummary
 
-__all__ = ["ProgressObserver", "summary_table"]
+__all__ = ["ProgressObserver", "failures_table", "summary_table", "tasks_table"]
 
 
 class ProgressObserver:
@@ -48,26 +48,70 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
     return "—" if value is None else format(value, spec)
 
 
+def tasks_table(summary: RunSummary) -> Table:
+    """Per task: trials, passed, pass rate, mean score over graded, pass@k and pass^k."""
+    k = summary.trials_per_task
+    table = Table(title="per task", header_style="bold")
+    for name, justify in [("task", "left"), ("trials", "right"), ("passed", "right"), ("pass rate", "right"),
+                          ("mean score (graded)", "right"), (f"pass@{k}", "right"), (f"pass^{k}", "right")]:  # fmt: skip
+        table.add_column(name, justify=justify, overflow="fold")  # pyright: ignore[reportArgumentType]
+    for task in summary.tasks():
+        table.add_row(
+            task.task_id,
+            str(task.trials),
+            str(task.passed),
+            _fmt(task.pass_rate),
+            _fmt(task.mean_score),
+            _fmt(task.pass_at(k)),
+            _fmt(task.pass_hat(k)),
+        )
+    return table
+
+
+def failures_table(summary: RunSummary) -> Table:
+    """Every trial that did not pass, with what became of it and its one-line reason."""
+    table = Table(title="trials that did not pass", header_style="bold")
+    table.add_column("trial")
+    table.add_column("outcome")
+    table.add_column("reason", overflow="fold")
+    for row in summary.not_passed():
+        table.add_row(f"{row.task_id}/{row.trial_index}", row.kind.replace("_", " "), row.reason)
+    return table
+
+
 def summary_table(summary: RunSummary) -> Table:
     k = summary.trials_per_task
+    total = len(summary.rows)
     table = Table(title=f"{summary.pack} · agent {summary.agent}", show_header=True, header_style="bold")
-    table.add_column("metric")
+    table.add_column("metric (what it counts)")
     table.add_column("value", justify="right")
+    outcomes = summary.outcomes()
     rows = [
-        ("trials", f"{len(summary.rows)} ({summary.ran} run, {summary.skipped} resumed)"),
-        ("passed", str(sum(row.passed for row in summary.rows))),
-        ("pass rate", _fmt(summary.pass_rate)),
-        (f"pass^{k}", _fmt(summary.pass_hat(k))),
-        ("mean score", _fmt(summary.mean_score)),
-        ("grading errors", str(sum(row.grading_error is not None for row in summary.rows))),
+        ("trials (selected)", f"{total} ({summary.ran} run, {summary.skipped} resumed)"),
+        (
+            "outcomes",
+            ", ".join(f"{kind.replace('_', ' ')} {count}" for kind, count in outcomes.items() if count),
+        ),
+        (f"pass rate (passed / all {total})", _fmt(summary.pass_rate)),
+        (f"mean score (over {summary.graded} graded)", _fmt(summary.mean_score)),
+        (f"pass@{k} (mean over tasks)", _fmt(summary.pass_at(k))),
+        (f"pass^{k} (mean over tasks)", _fmt(summary.pass_hat(k))),
         (
             "terminations",
             ", ".join(f"{name} {count}" for name, count in sorted(summary.terminations().items())),
         ),
-        ("tokens", str(summary.tokens)),
-        ("cost (USD)", _fmt(summary.cost_usd, ".4f")),
+        ("tokens (all models)", str(summary.tokens)),
+        ("cost USD (all models)", _fmt(summary.cost_usd, ".4f")),
         ("wall time (s)", _fmt(summary.wall_time_s, ".2f")),
     ]
+    for model, spend in summary.models().items():
+        tokens = spend["prompt_tokens"] + spend["completion_tokens"]
+        rows.append(
+            (
+                f"model {model}",
+                f"{tokens} tokens, {spend['llm_calls']} calls, ${_fmt(spend['cost_usd'], '.4f')}",
+            )
+        )
     for name, value in rows:
         table.add_row(name, value)
     return table

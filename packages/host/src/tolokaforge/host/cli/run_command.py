@@ -1,4 +1,9 @@
-"""``tolokaforge run``: run a pack with an agent, on the embedded runner or a remote one."""
+"""``tolokaforge run``: run a pack with an agent, on the embedded runner or a remote one.
+
+Exit status (``exit_status``): 0 all trials graded (and ``--fail-under`` met), 1 a trial unfinished,
+lost or not gradeable (or the pass rate below ``--fail-under``), 2 usage/pack/configuration errors and
+an unreachable runner or model endpoint (checked before any trial), 130 interrupted.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import asyncio
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
 import aiohttp
 import click
@@ -14,13 +20,17 @@ from rich.console import Console
 from ..agents import GoldenAgentFactory, LLMAgentFactory, ScriptedAgentFactory, load_script
 from ..agents.base import AgentFactory
 from ..errors import ConfigError
+from ..exit_status import verdict
 from ..llm import ChatClient, ChatSettings, api_key_from_env, load_prices
+from ..llm.chat import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
+from ..llm.preflight import check_endpoint
 from ..packs import Pack, load_pack
 from ..run import RunSettings, run_pack
 from ..summary import RunSummary
 from ..users import LLMUserFactory
 from ..users.router import UserRouter
-from .report import ProgressObserver, summary_table
+from .options import option
+from .report import ProgressObserver, failures_table, summary_table, tasks_table
 
 __all__ = ["LLMOptions", "run_command"]
 
@@ -31,89 +41,188 @@ class LLMOptions:
     user_model: str | None
     base_url: str
     prices: Path | None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_retries: int = DEFAULT_MAX_RETRIES
 
 
 @click.command("run")
-@click.option("--pack", "pack_path", required=True, type=click.Path(path_type=Path), envvar="TOLOKAFORGE_PACK",
-              show_envvar=True, help="The pack root, or its tasks/ folder.")  # fmt: skip
-@click.option("--agent", type=click.Choice(["golden", "scripted", "llm"]), default="golden",
-              envvar="TOLOKAFORGE_AGENT", show_envvar=True, help="Who plays the agent.")  # fmt: skip
-@click.option("--trials", type=click.IntRange(min=1), default=1, envvar="TOLOKAFORGE_TRIALS", show_envvar=True,
-              help="Trials per task (pass^k uses k = this).")  # fmt: skip
-@click.option("--concurrency", type=click.IntRange(min=1), default=4, envvar="TOLOKAFORGE_CONCURRENCY",
-              show_envvar=True, help="Trials in flight at once.")  # fmt: skip
-@click.option("--output", type=click.Path(path_type=Path), default=None, envvar="TOLOKAFORGE_OUTPUT",
-              show_envvar=True, help="Results folder [default: runs/<pack>-<UTC time>].")  # fmt: skip
-@click.option("--runner", "runner_address", default=None, metavar="HOST:PORT", envvar="TOLOKAFORGE_RUNNER",
-              show_envvar=True, help="A running tolokaforge-runner [default: start one in this process].")  # fmt: skip
-@click.option("--resume", is_flag=True, envvar="TOLOKAFORGE_RESUME", show_envvar=True,
-              help="Skip trials whose results exist in --output.")  # fmt: skip
-@click.option("--task", "task_ids", multiple=True, metavar="ID", envvar="TOLOKAFORGE_TASK", show_envvar=True,
-              help="Run only this task (repeatable).")  # fmt: skip
-@click.option("--script", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None,
-              envvar="TOLOKAFORGE_SCRIPT", show_envvar=True, help="Turns file for --agent scripted.")  # fmt: skip
-@click.option("--model", default=None, envvar="TOLOKAFORGE_MODEL", show_envvar=True,
-              help="Chat model for --agent llm.")  # fmt: skip
-@click.option("--user-model", default=None, envvar="TOLOKAFORGE_USER_MODEL", show_envvar=True,
-              help="Chat model for LLM users [default: --model].")  # fmt: skip
-@click.option("--base-url", default="https://api.openai.com/v1", envvar="TOLOKAFORGE_LLM_BASE_URL",
-              show_envvar=True, help="OpenAI-compatible API base URL (key: TOLOKAFORGE_LLM_API_KEY or OPENAI_API_KEY).")  # fmt: skip
-@click.option("--prices", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None,
-              envvar="TOLOKAFORGE_PRICES", show_envvar=True, help="YAML {model: {prompt, completion}} USD per 1M tokens.")  # fmt: skip
-@click.option("--max-attempts", type=click.IntRange(min=1), default=3, envvar="TOLOKAFORGE_MAX_ATTEMPTS",
-              show_envvar=True, help="Attempts per trial when the runner loses it.")  # fmt: skip
-@click.option("--max-turns", type=click.IntRange(min=1), default=30, envvar="TOLOKAFORGE_MAX_TURNS",
-              show_envvar=True, help="Turn budget for tasks that set none.")  # fmt: skip
-def run_command(
-    pack_path: Path,
-    agent: str,
-    trials: int,
-    concurrency: int,
-    output: Path | None,
-    runner_address: str | None,
-    resume: bool,
-    task_ids: tuple[str, ...],
-    script: Path | None,
-    model: str | None,
-    user_model: str | None,
-    base_url: str,
-    prices: Path | None,
-    max_attempts: int,
-    max_turns: int,
-) -> None:
+@option(
+    "--pack",
+    "pack_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The pack root, or its tasks/ folder.",
+)
+@option(
+    "--agent", type=click.Choice(["golden", "scripted", "llm"]), default="golden", help="Who plays the agent."
+)
+@option(
+    "--trials",
+    type=click.IntRange(min=1),
+    default=1,
+    help="Trials per task (pass^k and pass@k use k = this).",
+)
+@option("--concurrency", type=click.IntRange(min=1), default=4, help="Trials in flight at once.")
+@option(
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Results folder [default: runs/<pack>-<UTC time>].",
+)
+@option(
+    "--runner",
+    "runner_address",
+    default=None,
+    metavar="HOST:PORT",
+    help="A running tolokaforge-runner [default: start one in this process].",
+)
+@option("--resume", is_flag=True, help="Continue the run in --output (refused if it is not the same run).")
+@option("--task", "task_ids", multiple=True, metavar="ID", help="Run only this task (repeatable).")
+@option(
+    "--script",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    default=None,
+    help="Turns file for --agent scripted.",
+)
+@option("--model", default=None, help="Chat model for --agent llm.")
+@option("--user-model", default=None, help="Chat model for LLM users [default: --model].")
+@option(
+    "--llm-base-url",
+    "--base-url",
+    "base_url",
+    default=DEFAULT_BASE_URL,
+    also_env=("OPENAI_BASE_URL",),
+    help="OpenAI-compatible API base URL (key: TOLOKAFORGE_LLM_API_KEY or OPENAI_API_KEY).",
+)
+@option(
+    "--llm-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_TIMEOUT_S,
+    help="Seconds one chat request may take before it is retried or given up.",
+)
+@option(
+    "--llm-max-retries",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_RETRIES,
+    help="Retries of a chat request after 429, 5xx or a timeout.",
+)
+@option(
+    "--prices",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    default=None,
+    help="YAML {model: {prompt, completion}} USD per 1M tokens.",
+)
+@option(
+    "--max-attempts",
+    type=click.IntRange(min=1),
+    default=3,
+    help="Attempts per trial when the runner loses it.",
+)
+@option("--max-turns", type=click.IntRange(min=1), default=30, help="Turn budget for tasks that set none.")
+@option(
+    "--fail-under",
+    type=click.FloatRange(0.0, 1.0),
+    default=None,
+    help="Exit 1 when the pass rate (passed / all trials) is below this.",
+)
+@click.pass_context
+def run_command(ctx: click.Context, **params: Any) -> int:
     """Run every task of a pack (or --task ones), grade every trial, write results and a summary."""
-    pack = load_pack(pack_path)
+    pack = load_pack(params["pack_path"])
+    output: Path | None = params["output"]
     if output is None:
-        if resume:
+        if params["resume"]:
             raise ConfigError("--resume needs the --output of the run to continue")
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         output = Path("runs") / f"{pack.name}-{stamp}"
+    agent: str = params["agent"]
+    llm = LLMOptions(
+        model=params["model"],
+        user_model=params["user_model"],
+        base_url=params["base_url"],
+        prices=params["prices"],
+        timeout_s=params["llm_timeout"],
+        max_retries=params["llm_max_retries"],
+    )
+    uses_llm = agent == "llm" or (_wants_llm_user(pack) and bool(llm.user_model or llm.model))
+    # run.yaml keys every option by its flag (--llm-base-url -> llm_base_url), as given.
+    recorded = {
+        _flag_key(param): _recorded(params[str(param.name)])
+        for param in ctx.command.params
+        if isinstance(param, click.Option)
+    }
+    recorded["output"] = str(output)
     settings = RunSettings(
         output=output,
-        trials=trials,
-        concurrency=concurrency,
-        runner=runner_address,
-        resume=resume,
-        task_ids=task_ids,
-        max_attempts=max_attempts,
-        default_max_turns=max_turns,
+        trials=params["trials"],
+        concurrency=params["concurrency"],
+        runner=params["runner_address"],
+        resume=params["resume"],
+        task_ids=params["task_ids"],
+        max_attempts=params["max_attempts"],
+        default_max_turns=params["max_turns"],
+        models=_models(agent, llm, pack),
+        llm_endpoint=llm.base_url if uses_llm else None,
+        options=recorded,
     )
-    llm = LLMOptions(model=model, user_model=user_model, base_url=base_url, prices=prices)
     console = Console()
-    summary = asyncio.run(_run(pack, agent, script, llm, settings, console))
+    summary = asyncio.run(_run(pack, agent, params["script"], llm, settings, console, uses_llm))
+    console.print(tasks_table(summary))
     console.print(summary_table(summary))
-    console.print(f"results: {settings.output}")
+    if summary.not_passed():
+        console.print(failures_table(summary))
+    console.print(
+        f"results: {settings.output}  (report: tolokaforge report {settings.output})", soft_wrap=True
+    )
+    result = verdict(summary, params["fail_under"])
+    console.print(result.line, highlight=False, soft_wrap=True)
+    return result.code
+
+
+def _flag_key(param: click.Option) -> str:
+    flag = next(name for name in param.opts if name.startswith("--"))
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def _recorded(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return list(cast(tuple[Any, ...], value))
+    return value
+
+
+def _wants_llm_user(pack: Pack) -> bool:
+    return any(t.task.user_simulator and t.task.user_simulator.mode == "llm" for t in pack.tasks)
+
+
+def _models(agent: str, llm: LLMOptions, pack: Pack) -> dict[str, str | None]:
+    models: dict[str, str | None] = {"agent": llm.model if agent == "llm" else None}
+    if _wants_llm_user(pack):
+        models["user"] = llm.user_model or llm.model
+    return models
 
 
 def _chat(model: str, llm: LLMOptions, session: aiohttp.ClientSession) -> ChatClient:
-    settings = ChatSettings(model=model, base_url=llm.base_url, api_key=api_key_from_env())
+    settings = ChatSettings(
+        model=model,
+        base_url=llm.base_url,
+        api_key=api_key_from_env(),
+        timeout_s=llm.timeout_s,
+        max_retries=llm.max_retries,
+    )
     return ChatClient(settings, session, load_prices(llm.prices))
 
 
 async def _run(
-    pack: Pack, agent: str, script: Path | None, llm: LLMOptions, settings: RunSettings, console: Console
+    pack: Pack,
+    agent: str,
+    script: Path | None,
+    llm: LLMOptions,
+    settings: RunSettings,
+    console: Console,
+    uses_llm: bool,
 ) -> RunSummary:
-    wants_llm_user = any(t.task.user_simulator and t.task.user_simulator.mode == "llm" for t in pack.tasks)
     user_model = llm.user_model or llm.model
     async with aiohttp.ClientSession() as session:
         agents: AgentFactory
@@ -128,7 +237,11 @@ async def _run(
                 raise ConfigError("--agent llm needs --model (or TOLOKAFORGE_MODEL)")
             agents = LLMAgentFactory(_chat(llm.model, llm, session))
         users = UserRouter(
-            llm=LLMUserFactory(_chat(user_model, llm, session)) if wants_llm_user and user_model else None
+            llm=LLMUserFactory(_chat(user_model, llm, session))
+            if _wants_llm_user(pack) and user_model
+            else None
         )
+        if uses_llm:
+            await check_endpoint(session, llm.base_url, budget_s=min(10.0, llm.timeout_s))
         with ProgressObserver(console) as progress:
             return await run_pack(pack, agents, users, settings, progress)

@@ -9,18 +9,17 @@ import click
 
 from ..errors import PackLoadError
 from ..packs import load_pack
+from .options import option
 
 __all__ = ["validate_command"]
 
 
 @click.command("validate")
-@click.option(
+@option(
     "--pack",
     "pack_path",
     required=True,
     type=click.Path(path_type=Path),
-    envvar="TOLOKAFORGE_PACK",
-    show_envvar=True,
     help="The pack root, or its tasks/ folder.",
 )
 def validate_command(pack_path: Path) -> None:

@@ -1,44 +1,59 @@
 """An OpenAI-compatible chat-completions client with tool calling, on aiohttp.
 
 Only what may succeed on a second try is retried: HTTP 429, HTTP 5xx and timeouts, with exponential
-backoff (``Retry-After`` honoured when the server sends it). Every other failure — 4xx, a connection
+backoff (``Retry-After`` honoured when the server sends it), at most ``max_retries`` times; each request
+waits at most ``timeout_s`` (``--llm-timeout`` / ``--llm-max-retries``), so a hung endpoint costs at
+most (max_retries + 1) x timeout_s per turn, not minutes per try. Every other failure — 4xx, a connection
 refused, a body that is not a completion — raises :class:`AgentError` at once, because repeating it
 spends time and quota for the same answer. Each retry is logged on the trial's usage, so a run shows
-what it waited for.
+what it waited for; a turn that gives up carries that usage on its :class:`AgentError`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-import random
 from dataclasses import dataclass
 from typing import Any, cast
 
 import aiohttp
 
+from tolokaforge.core.retry import Backoff, RetryPolicy, retry_async
+
 from ..errors import AgentError, ConfigError
 from ..turns import Usage
 from .pricing import PriceTable, price_for
 
-__all__ = ["ChatClient", "ChatResult", "ChatSettings", "api_key_from_env"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT_S",
+    "ChatClient",
+    "ChatResult",
+    "ChatSettings",
+    "api_key_from_env",
+]
 
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MAX_RETRIES = 2
+
+
 def api_key_from_env() -> str | None:
-    """TOLOKAFORGE_LLM_API_KEY, else OPENAI_API_KEY."""
+    """TOLOKAFORGE_LLM_API_KEY, else OPENAI_API_KEY (the variable the OpenAI ecosystem uses)."""
     return os.environ.get("TOLOKAFORGE_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")
 
 
 @dataclass(frozen=True)
 class ChatSettings:
     model: str
-    base_url: str = "https://api.openai.com/v1"
+    base_url: str = DEFAULT_BASE_URL
     api_key: str | None = None
     temperature: float | None = None
-    timeout_s: float = 120.0
-    max_retries: int = 5
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_retries: int = DEFAULT_MAX_RETRIES
     backoff_base_s: float = 0.5
     backoff_max_s: float = 30.0
 
@@ -48,6 +63,14 @@ class ChatResult:
     message: dict[str, Any]
     """choices[0].message: ``content`` and optionally ``tool_calls``."""
     usage: Usage
+
+
+class _RetryableFailure(Exception):
+    """A failure worth another try (429, 5xx, a timeout); ``wait_s`` is the server's Retry-After, if any."""
+
+    def __init__(self, why: str, wait_s: float | None) -> None:
+        super().__init__(why)
+        self.wait_s = wait_s
 
 
 class ChatClient:
@@ -70,23 +93,35 @@ class ChatClient:
         if self.settings.temperature is not None:
             body["temperature"] = self.settings.temperature
         usage = Usage()
-        attempt = 0
-        while True:
-            message, failure, wait = await self._post(body, usage)
-            if message is not None:
-                return ChatResult(message=message, usage=usage)
-            if attempt >= self.settings.max_retries:
-                raise AgentError(f"chat completion failed after {attempt + 1} attempts: {failure}")
-            delay = wait if wait is not None else self._backoff(attempt)
-            usage.llm_retries += 1
-            usage.retry_log.append(f"{failure}; retried after {delay:.2f}s")
-            attempt += 1
-            await asyncio.sleep(delay)
 
-    def _backoff(self, attempt: int) -> float:
-        # Full jitter keeps many concurrent trials from retrying in lockstep.
-        ceiling = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2**attempt)
-        return random.uniform(ceiling / 2, ceiling)
+        async def once() -> dict[str, Any]:
+            message, failure, wait = await self._post(body, usage)
+            if message is None:
+                raise _RetryableFailure(failure or "no answer", wait)
+            return message
+
+        def count_retry(error: BaseException, attempt: int, wait_s: float) -> None:
+            usage.llm_retries += 1
+            usage.retry_log.append(f"{error}; retried after {wait_s:.2f}s")
+
+        policy = RetryPolicy(
+            retry_if=lambda error: isinstance(error, _RetryableFailure),
+            max_attempts=self.settings.max_retries + 1,
+            # Jitter keeps many concurrent trials from retrying in lockstep; a server's Retry-After wins.
+            backoff=Backoff(self.settings.backoff_base_s, self.settings.backoff_max_s, jitter=True),
+            wait_hint=lambda error: error.wait_s if isinstance(error, _RetryableFailure) else None,
+        )
+        try:
+            message = await retry_async(once, policy, on_retry=count_retry)
+        except _RetryableFailure as failure:
+            usage.retry_log.append(f"{failure}; gave up (no retries left)")
+            retries = usage.llm_retries
+            raise AgentError(
+                f"chat completion failed after {retries + 1} attempt(s) "
+                f"({retries} retries, --llm-max-retries {self.settings.max_retries}): {failure}",
+                usage,
+            ) from failure
+        return ChatResult(message=message, usage=usage)
 
     async def _post(
         self, body: dict[str, Any], usage: Usage
@@ -101,14 +136,18 @@ class ChatClient:
                     return None, why, _retry_after(response)
                 if response.status >= 400:
                     text = (await response.text())[:500]
-                    raise AgentError(f"chat completion refused: HTTP {response.status}: {text}")
+                    raise AgentError(f"chat completion refused: HTTP {response.status}: {text}", usage)
                 payload = await response.json(content_type=None)
         except TimeoutError:
-            return None, f"timeout after {self.settings.timeout_s:.0f}s", None
+            return None, f"no answer within --llm-timeout {self.settings.timeout_s:g}s", None
         except aiohttp.ClientError as error:
-            raise AgentError(f"chat completion request failed: {type(error).__name__}: {error}") from error
+            raise AgentError(
+                f"chat completion request failed: {type(error).__name__}: {error}", usage
+            ) from error
         except ValueError as error:
-            raise AgentError(f"chat completion answered with a body that is not JSON: {error}") from error
+            raise AgentError(
+                f"chat completion answered with a body that is not JSON: {error}", usage
+            ) from error
         message = _first_message(payload)
         self._count(payload, usage)
         return message, None, None
@@ -118,10 +157,8 @@ class ChatClient:
         counts = cast(dict[str, Any], raw or {})
         prompt = int(counts.get("prompt_tokens") or 0)
         completion = int(counts.get("completion_tokens") or 0)
-        usage.prompt_tokens += prompt
-        usage.completion_tokens += completion
-        usage.llm_calls += 1
-        usage.cost_usd = self._price.cost(prompt, completion) if self._price is not None else None
+        cost = self._price.cost(prompt, completion) if self._price is not None else None
+        usage.record_call(self.settings.model, prompt, completion, cost)
 
 
 def _retry_after(response: aiohttp.ClientResponse) -> float | None:

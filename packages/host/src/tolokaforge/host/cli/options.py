@@ -1,0 +1,26 @@
+"""The host's click options, named by the one convention of ``tolokaforge.core.settings``.
+
+``--some-name`` is also ``TOLOKAFORGE_SOME_NAME`` (shown in ``--help``); a few options also honour the
+variable the wider ecosystem uses (``OPENAI_BASE_URL``), after ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import click
+
+from tolokaforge.core.settings import env_var
+
+__all__ = ["ENV_PREFIX", "option"]
+
+ENV_PREFIX = "TOLOKAFORGE_"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def option(*names: str, also_env: Sequence[str] = (), **kwargs: Any) -> Callable[[F], F]:
+    """``click.option`` with ``envvar`` set by the convention, from the first ``--long`` name."""
+    flag = next(name for name in names if name.startswith("--"))
+    return click.option(*names, envvar=[env_var(ENV_PREFIX, flag), *also_env], show_envvar=True, **kwargs)

@@ -1,0 +1,111 @@
+"""One row per selected trial, read back from its result files, with what became of it and why.
+
+What became of a trial (its *kind*) decides the exit status and the failure table:
+
+=============  ===============================================================================
+passed         graded, and the grade passed
+failed         graded, and the grade did not pass (the agent's failure, not the harness's)
+not_gradeable  finished without a grade: an ending GradeTrial does not accept (error,
+               tool_not_found, ...) or a grade the runner refused (a broken golden action)
+lost           the runner lost the trial on its last attempt (``trial_lost``)
+unfinished     no ``grade.yaml``: the run stopped before the trial ended, or the host failed on it
+=============  ===============================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from .results import read_yaml, trial_dir
+
+__all__ = ["TRIAL_KINDS", "TrialKind", "TrialRow", "read_row"]
+
+TrialKind = Literal["passed", "failed", "not_gradeable", "lost", "unfinished"]
+TRIAL_KINDS: tuple[TrialKind, ...] = ("passed", "failed", "not_gradeable", "lost", "unfinished")
+
+_BASE_GRADE_KEYS = frozenset(
+    {"graded", "binary_pass", "score", "components", "unscored", "reasons", "state_diff", "trial_id"}
+)
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    task_id: str
+    trial_index: int
+    kind: TrialKind
+    reason: str
+    """One line: why it did not pass (empty for a pass)."""
+    score: float | None = None
+    termination: str | None = None
+    grading_error: str | None = None
+    tokens: int = 0
+    cost_usd: float | None = 0.0
+    wall_time_s: float = 0.0
+    tool_calls: int = 0
+    llm_retries: int = 0
+    components: dict[str, float | None] = field(default_factory=dict[str, float | None])
+    """Grade components by name; None when the runner did not evaluate that one."""
+    grade_fields: tuple[str, ...] = ()
+    """What this grade carries beyond score and components (custom_checks, judge or trace results, ...)."""
+    by_model: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+    unscored: tuple[str, ...] = ()
+    """Components the task configured that this trial's grade left unscored."""
+
+    @property
+    def passed(self) -> bool:
+        return self.kind == "passed"
+
+    @property
+    def graded(self) -> bool:
+        return self.kind in ("passed", "failed")
+
+
+def _one_line(text: str, limit: int = 240) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _carried(grade: dict[str, Any]) -> tuple[str, ...]:
+    # An empty list or None carries nothing: a grade "has custom checks" only when it lists some.
+    return tuple(sorted(key for key, value in grade.items() if key not in _BASE_GRADE_KEYS and value))
+
+
+def read_row(output: Path, task_id: str, index: int, crash: str | None = None) -> TrialRow:
+    """The row of one trial; ``crash`` is the host's own failure on it, when it had one."""
+    directory = trial_dir(output, task_id, index)
+    if not (directory / "grade.yaml").is_file():
+        why = f"the host failed on it: {crash}" if crash else "no grade.yaml: the run stopped before it ended"
+        return TrialRow(task_id, index, "unfinished", _one_line(why))
+    grade = read_yaml(directory / "grade.yaml")
+    trajectory = read_yaml(directory / "trajectory.yaml")
+    metrics = read_yaml(directory / "metrics.yaml")
+    termination = trajectory.get("termination_reason")
+    reasons = [str(reason) for reason in cast(list[Any], grade.get("reasons") or [])]
+    if grade.get("graded"):
+        kind: TrialKind = "passed" if grade.get("binary_pass") else "failed"
+        reason = "" if kind == "passed" else "; ".join(reasons) or f"score {grade.get('score')}"
+    elif termination == "trial_lost":
+        kind, reason = "lost", str(trajectory.get("error") or "the runner lost the trial")
+    else:
+        kind, reason = "not_gradeable", "; ".join(reasons) or f"not graded (ended {termination})"
+    components = cast(dict[str, float | None], grade.get("components") or {})
+    return TrialRow(
+        task_id=task_id,
+        trial_index=index,
+        kind=kind,
+        reason=_one_line(reason),
+        score=grade.get("score"),
+        termination=termination,
+        grading_error=trajectory.get("grading_error"),
+        tokens=int(metrics.get("total_tokens") or 0),
+        cost_usd=metrics.get("cost_usd"),
+        wall_time_s=float(metrics.get("wall_time_s") or 0.0),
+        tool_calls=int(metrics.get("tool_calls") or 0),
+        llm_retries=int(metrics.get("llm_retries") or 0),
+        components=dict(components),
+        grade_fields=_carried(grade),
+        by_model=cast(dict[str, dict[str, Any]], metrics.get("by_model") or {}),
+        unscored=tuple(str(name) for name in cast(list[Any], grade.get("unscored") or [])),
+    )

@@ -1,0 +1,54 @@
+"""``tolokaforge-runner``: options from flags or TOLOKAFORGE_RUNNER_*, bad ones refused in one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tolokaforge.core.settings import SettingsError, env_var
+from tolokaforge.runner.cli import ENV_PREFIX, RunnerOptions, parse_options
+
+
+def test_every_option_has_a_variable_under_the_runner_prefix() -> None:
+    env = {env_var(ENV_PREFIX, name): value for name, value in
+           {"host": "127.0.0.2", "port": "6000", "db_url": "http://127.0.0.1:1", "tool_timeout": "2.5"}.items()}  # fmt: skip
+    options = parse_options([], env)
+    assert options == RunnerOptions(
+        host="127.0.0.2", port=6000, store=None, db_url="http://127.0.0.1:1", tool_timeout=2.5
+    )
+    assert parse_options(["--port", "7000"], env).port == 7000  # a flag wins over its variable
+    assert set(RunnerOptions.model_fields) == {"host", "port", "store", "db_url", "tool_timeout"}
+
+
+def test_store_and_db_url_must_agree() -> None:
+    with pytest.raises(SettingsError, match="--store http needs --db-url"):
+        parse_options(["--store", "http"], {})
+    with pytest.raises(SettingsError, match="exclude each other"):
+        parse_options(["--store", "memory", "--db-url", "http://x"], {})
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (
+            [],
+            {"TOLOKAFORGE_RUNNER_PORT": "abc"},
+            "tolokaforge-runner: error: TOLOKAFORGE_RUNNER_PORT='abc': ",
+        ),
+        (["--tool-timeout", "-1"], {}, "tolokaforge-runner: error: --tool-timeout='-1': "),
+        (["--store", "disk"], {}, "tolokaforge-runner: error: --store='disk': "),
+    ],
+)
+def test_a_bad_setting_is_one_line_and_status_2(args: list[str], env: dict[str, str], expected: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "from tolokaforge.runner.cli import main; main()", *args],
+        env={"PATH": "/usr/bin:/bin", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(expected), done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr

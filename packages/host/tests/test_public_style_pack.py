@@ -36,7 +36,9 @@ async def test_golden_path_grades_one_with_every_component_evaluated(library: Pa
     out = tmp_path / "out"
     summary = await run_pack(pack, GoldenAgentFactory(), UserRouter(), RunSettings(output=out))
     grade = _grade(out, "lend_book")
-    assert (summary.pass_rate, summary.mean_score) == (1.0, 1.0), grade
+    trajectory = yaml.safe_load((out / "trials" / "lend_book" / "0" / "trajectory.yaml").read_text())
+    why = (grade["reasons"], trajectory.get("termination_reason"), trajectory.get("error"))
+    assert (summary.pass_rate, summary.mean_score) == (1.0, 1.0), why
     assert grade["components"] == {
         "state_checks": 1.0,
         "transcript_rules": 1.0,

@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 
 __all__ = ["imported_in_isolation"]
+
+# One pack import at a time per process: each restores sys.path and sys.modules as it found them, so two
+# overlapping ones (registrations run in threads) would undo each other's sys.path entries mid-import.
+_one_at_a_time = threading.RLock()
 
 
 def imported_in_isolation(qualified_name: str, root: Path, own_prefix: str) -> ModuleType:
@@ -22,6 +27,11 @@ def imported_in_isolation(qualified_name: str, root: Path, own_prefix: str) -> M
 
     ``own_prefix`` is the synthetic package the pack is mounted as; its modules are kept.
     """
+    with _one_at_a_time:
+        return _import(qualified_name, root, own_prefix)
+
+
+def _import(qualified_name: str, root: Path, own_prefix: str) -> ModuleType:
     before = set(sys.modules)
     path_before = list(sys.path)
     try:

@@ -35,7 +35,6 @@ EXPECTED_SOON = frozenset(
     {
         "docs/isolation.md",
         "docs/judge.md",
-        "docs/trace-checks.md",
     }
 )
 

@@ -24,6 +24,7 @@ from tolokaforge.core.models import GradingConfig
 from tolokaforge.core.transcript import Message, ToolMessage
 
 from .conductor import TrialOutcome
+from .trace_results import trace_results_dict, trace_summary_dict
 
 __all__ = [
     "NOT_EVALUATED",
@@ -89,6 +90,8 @@ def grade_to_dict(grade: Grade, configured: Sequence[str] = ()) -> dict[str, Any
             }
             for row in grade.custom_checks
         ],
+        "trace_check_results": trace_results_dict(grade),
+        "trace_checks_summary": trace_summary_dict(grade),
     }
 
 

@@ -45,6 +45,7 @@ DEFINITIONS: dict[str, str] = {
     "(a custom-checks suite under fail_on_error: false that could not run, say)",
     "grades_carrying": "graded or ungraded trials whose grade.yaml carries this field (non-empty)",
     "models": "tokens, calls and cost per model over all trials (agent and simulated user)",
+    "trace_gates_failed": "graded trials a trace-check gate failed (each such trial fails, whatever its score)",
 }
 
 
@@ -205,6 +206,7 @@ class RunSummary:
             f"pass^{k}": self.pass_hat(k),
             f"pass@{k}": self.pass_at(k),
             "grading_errors": sum(row.grading_error is not None for row in self.rows),
+            "trace_gates_failed": sum(row.trace_gate_failed for row in self.rows),
             "terminations": self.terminations(),
             "components": self.components(),
             "unscored_components": self.unscored(),
@@ -246,6 +248,7 @@ class RunSummary:
                     "termination_reason": row.termination,
                     "grading_error": row.grading_error,
                     "unscored": list(row.unscored),
+                    "trace_gate_failed": row.trace_gate_failed,
                 }
                 for row in self.rows
             ],

@@ -52,6 +52,8 @@ class TrialRow:
     by_model: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
     unscored: tuple[str, ...] = ()
     """Components the task configured that this trial's grade left unscored."""
+    trace_gate_failed: bool = False
+    """A trace-check gate shut the trial (grade.yaml trace_checks_summary.gate_failed)."""
 
     @property
     def passed(self) -> bool:
@@ -108,4 +110,10 @@ def read_row(output: Path, task_id: str, index: int, crash: str | None = None) -
         grade_fields=_carried(grade),
         by_model=cast(dict[str, dict[str, Any]], metrics.get("by_model") or {}),
         unscored=tuple(str(name) for name in cast(list[Any], grade.get("unscored") or [])),
+        trace_gate_failed=_trace_gate_failed(grade),
     )
+
+
+def _trace_gate_failed(grade: dict[str, Any]) -> bool:
+    summary: Any = grade.get("trace_checks_summary")
+    return isinstance(summary, dict) and bool(cast(dict[str, Any], summary).get("gate_failed"))

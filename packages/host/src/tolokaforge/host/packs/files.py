@@ -21,6 +21,7 @@ from tolokaforge.core.models import (
     InitializationAction,
     RequiredAction,
     ToolExpectation,
+    TraceChecksConfig,
     UnstableField,
 )
 
@@ -164,7 +165,7 @@ class GradingFile(_Strict):
     golden_response: str | None = None
     llm_judge: dict[str, Any] | None = None
     custom_checks: CustomChecksFile | None = None
-    trace_checks: dict[str, Any] | None = None
+    trace_checks: TraceChecksConfig | None = None
 
 
 class FileCopyFile(BaseModel):

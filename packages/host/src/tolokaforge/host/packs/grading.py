@@ -317,6 +317,8 @@ def _weights_cover_components(log: ProblemLog, grading: GradingFile, file: Path)
         scored.append("transcript_rules")
     if grading.custom_checks is not None and grading.custom_checks.enabled:
         scored.append("custom_checks")
+    if grading.trace_checks is not None:
+        scored.append("trace_checks")
     for name in scored:
         if name not in grading.combine.weights:
             log.add(

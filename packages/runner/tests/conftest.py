@@ -84,7 +84,9 @@ def initial_tables() -> dict[str, Any]:
     }
 
 
-def make_spec(trial_id: str, *, pack: str = "pack_a", **task: Any) -> dict[str, Any]:
+def make_spec(
+    trial_id: str, *, pack: str = "pack_a", judge_model: dict[str, Any] | None = None, **task: Any
+) -> dict[str, Any]:
     base_task: dict[str, Any] = {
         "task_id": trial_id.split(":")[0],
         "agent_tools": [
@@ -95,7 +97,10 @@ def make_spec(trial_id: str, *, pack: str = "pack_a", **task: Any) -> dict[str, 
         "initial_state": {"tables": initial_tables()},
     }
     base_task.update(task)
-    return {"trial_id": trial_id, "task": base_task}
+    spec: dict[str, Any] = {"trial_id": trial_id, "task": base_task}
+    if judge_model is not None:
+        spec["judge_model"] = judge_model
+    return spec
 
 
 def register_request(
@@ -297,9 +302,10 @@ def tool_processes() -> list[psutil.Process]:
     """Every live process started for a tool source: our children, and any orphan of theirs."""
     found: dict[int, psutil.Process] = {p.pid: p for p in psutil.Process().children(recursive=True)}
     markers = (str(SERVERS), "tolokaforge-tool-provider", "tolokaforge_provider_")
+    repo = str(FIXTURES.parents[3])  # orphans of this checkout only: other checkouts may run on this machine
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(proc.info["cmdline"] or [])
-        if any(marker in cmdline for marker in markers):
+        if repo in cmdline and any(marker in cmdline for marker in markers):
             found[proc.pid] = proc
     return [p for p in found.values() if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 

@@ -16,7 +16,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Literal, Protocol, cast
+
+from tolokaforge.core.models import JudgeModelConfig
 
 from .agents.base import AgentFactory
 from .conductor import TrialOutcome, TrialSettings, run_trial
@@ -38,6 +40,8 @@ class RunSettings:
     concurrency: int = 4
     runner: str | None = None
     """``host:port`` of a running runner; None starts the embedded one."""
+    isolation: Literal["process", "thread"] = "process"
+    """How the embedded runner runs python tools (docs/isolation.md); a remote runner decides for itself."""
     resume: bool = False
     task_ids: tuple[str, ...] = ()
     max_attempts: int = 3
@@ -51,6 +55,8 @@ class RunSettings:
     """The model endpoint's base URL; run.yaml keeps only its host."""
     options: Mapping[str, Any] = field(default_factory=dict[str, Any])
     """Every option the caller was given, for run.yaml (the CLI passes all of its own)."""
+    judge_model: JudgeModelConfig | None = None
+    """The rubric judge's model (``--judge-model``); a task with ``llm_judge`` needs one."""
 
 
 class RunObserver(Protocol):
@@ -130,6 +136,12 @@ async def run_pack(
         raise ConfigError("--trials and --concurrency must be at least 1")
     observer = observer or _Silent()
     tasks = _select(pack, settings.task_ids)
+    judged = [loaded.task_id for loaded in tasks if loaded.task.grading.llm_judge is not None]
+    if judged and settings.judge_model is None:
+        raise ConfigError(
+            f"{len(judged)} task(s) grade with an LLM judge and no judge model is set: {', '.join(judged)}; "
+            "pass --judge-model M (or TOLOKAFORGE_JUDGE_MODEL), e.g. tolokaforge-mock-judge offline"
+        )
     keys = [(loaded, index) for loaded in tasks for index in range(settings.trials)]
     finished = [is_finished(trial_dir(settings.output, loaded.task_id, index)) for loaded, index in keys]
     identity = _identity(pack, agents, tasks, settings)
@@ -144,6 +156,7 @@ async def run_pack(
         run_id=settings.output.name,
         max_attempts=settings.max_attempts,
         default_max_turns=settings.default_max_turns,
+        judge_model=settings.judge_model,
     )
     crashes: dict[tuple[str, int], str] = {}
 
@@ -160,7 +173,9 @@ async def run_pack(
 
     started = time.perf_counter()
     if todo:
-        async with open_runner(settings.runner, transport_budget_s=settings.transport_budget_s) as runner:
+        async with open_runner(
+            settings.runner, transport_budget_s=settings.transport_budget_s, isolation=settings.isolation
+        ) as runner:
             runner_facts = await _runner_facts(runner, settings)  # unreachable: raised here, in seconds
             settings.output.mkdir(parents=True, exist_ok=True)
             manifest(None)

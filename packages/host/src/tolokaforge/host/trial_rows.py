@@ -52,6 +52,8 @@ class TrialRow:
     by_model: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
     unscored: tuple[str, ...] = ()
     """Components the task configured that this trial's grade left unscored."""
+    judge: dict[str, Any] | None = None
+    """grade.yaml's ``judge`` block (the rubric judge's calls, tokens, cost); None when no judge ran."""
     trace_gate_failed: bool = False
     """A trace-check gate shut the trial (grade.yaml trace_checks_summary.gate_failed)."""
 
@@ -110,6 +112,7 @@ def read_row(output: Path, task_id: str, index: int, crash: str | None = None) -
         grade_fields=_carried(grade),
         by_model=cast(dict[str, dict[str, Any]], metrics.get("by_model") or {}),
         unscored=tuple(str(name) for name in cast(list[Any], grade.get("unscored") or [])),
+        judge=cast(dict[str, Any] | None, grade.get("judge")),
         trace_gate_failed=_trace_gate_failed(grade),
     )
 

@@ -2,6 +2,7 @@
 
     tolokaforge-runner --port 50051                       (trial state in this process)
     tolokaforge-runner --port 50051 --db-url http://127.0.0.1:8765
+    tolokaforge-runner --isolation thread                 (trusted mode: python tools in this process)
 
 Every option is also a ``TOLOKAFORGE_RUNNER_<OPTION>`` variable (``tolokaforge.core.settings``: flags
 win). A bad setting or an address that cannot be bound is one line on stderr and exit status 2. The
@@ -40,6 +41,11 @@ class RunnerOptions(BaseModel):
     )
     db_url: str | None = Field(None, description="a DB service over HTTP (implies --store http)")
     tool_timeout: float = Field(30.0, gt=0, description="default per-call tool budget in seconds")
+    isolation: Literal["process", "thread"] = Field(
+        "process",
+        description="process: python tools in supervised worker processes (docs/isolation.md); "
+        "thread: trusted mode, in this process, only for code you trust",
+    )
 
     @model_validator(mode="after")
     def _store_matches_db_url(self) -> RunnerOptions:
@@ -83,6 +89,7 @@ def _run(argv: Sequence[str] | None) -> int:
         port=options.port,
         db_url=options.db_url,
         default_tool_timeout_s=options.tool_timeout,
+        isolation=options.isolation,
     )
     try:
         asyncio.run(_serve(settings))

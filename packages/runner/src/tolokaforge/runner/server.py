@@ -15,7 +15,9 @@ from grpclib.server import Server
 
 from tolokaforge.db import StateClient
 
-from .executor import ToolExecutor
+from .executor import Isolation, ToolExecutor
+from .process.sandbox import Limits
+from .process.supervisor import kill_all_supervised
 from .registry import TrialRegistry
 from .service import RunnerServicer
 from .state_endpoint import StateEndpoint
@@ -33,6 +35,11 @@ class RunnerSettings:
     default_tool_timeout_s: float = 30.0
     max_tool_threads: int = 64
     work_dir: Path | None = None
+    isolation: Isolation = "process"
+    """``process``: python tools run in supervised worker processes (the default); ``thread``: trusted
+    mode, in this process (for people running their own code)."""
+    limits: Limits = field(default_factory=Limits)
+    """The confinement of tool workers, tool servers and custom checks (see docs/isolation.md)."""
 
 
 @dataclass
@@ -59,6 +66,7 @@ class RunnerHandle:
         await self.servicer.registry.close()
         await self._endpoint.aclose()
         self._executor.shutdown()
+        kill_all_supervised()  # belt and braces: no child of this runner outlives it
         await self._client.aclose()
         if self._tmp is not None:
             self._tmp.cleanup()
@@ -89,7 +97,12 @@ async def start_runner(settings: RunnerSettings | None = None) -> RunnerHandle:
     if work_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="tolokaforge-runner-")
         work_dir = Path(tmp.name)
-    executor = ToolExecutor(max_workers=settings.max_tool_threads)
+    executor = ToolExecutor(
+        max_workers=settings.max_tool_threads,
+        isolation=settings.isolation,
+        limits=settings.limits,
+        log_dir=work_dir / "logs",
+    )
     endpoint = StateEndpoint(client, settings.db_url)
     registry = TrialRegistry(client, executor, work_dir, settings.default_tool_timeout_s, db_url=endpoint.url)
     servicer = RunnerServicer(registry, executor, store_name=store_name)

@@ -20,6 +20,17 @@ from .grading import (
     ToolExpectation,
     TranscriptRulesConfig,
 )
+from .judge import (
+    DEFAULT_JUDGE_KEY_ENV,
+    MOCK_JUDGE_MODEL,
+    Criterion,
+    JudgeCustomization,
+    JudgeModelConfig,
+    JudgePrice,
+    LLMJudgeConfig,
+    Rubric,
+    mock_unmet_criteria,
+)
 from .task import (
     InitializationAction,
     InitialState,
@@ -38,11 +49,14 @@ from .trial import TrialSpec
 
 __all__ = [
     "COMPONENT_NAMES",
+    "DEFAULT_JUDGE_KEY_ENV",
     "FILE_CHECK_OPERATORS",
     "JSONPATH_OPERATORS",
+    "MOCK_JUDGE_MODEL",
     "CombineMethod",
     "CommunicateInfo",
     "ComponentName",
+    "Criterion",
     "CustomChecksConfig",
     "FileCheck",
     "GoldenAction",
@@ -50,7 +64,12 @@ __all__ = [
     "InitialState",
     "InitializationAction",
     "JsonPathCheck",
+    "JudgeCustomization",
+    "JudgeModelConfig",
+    "JudgePrice",
+    "LLMJudgeConfig",
     "RequiredAction",
+    "Rubric",
     "SpecModel",
     "StateChecksConfig",
     "TableSchemaSpec",
@@ -67,4 +86,5 @@ __all__ = [
     "UnstableField",
     "UserSimulatorConfig",
     "describe_validation_error",
+    "mock_unmet_criteria",
 ]

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import Field
 
 from ._base import SpecModel
+from .judge import JudgeModelConfig
 from .task import TaskDescription
 
 __all__ = ["TrialSpec"]
@@ -29,7 +30,8 @@ class TrialSpec(SpecModel):
     task: TaskDescription
     agent_model_config: dict[str, Any] | None = None
     user_model_config: dict[str, Any] | None = None
-    judge_model_config: dict[str, Any] | None = None
+    judge_model: JudgeModelConfig | None = None
+    """The rubric judge's model, a run setting (never a secret: see JudgeModelConfig.api_key_env)."""
     max_turns: int | None = Field(default=None, gt=0)
     """A per-trial turn cap; None defers to the task's and the engine's."""
     default_tool_timeout_s: float | None = Field(default=None, gt=0)

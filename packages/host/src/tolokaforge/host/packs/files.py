@@ -19,6 +19,7 @@ from tolokaforge.core.models import (
     CommunicateInfo,
     ComponentName,
     InitializationAction,
+    LLMJudgeConfig,
     RequiredAction,
     ToolExpectation,
     TraceChecksConfig,
@@ -163,7 +164,7 @@ class GradingFile(_Strict):
     state_checks: StateChecksFile | None = None
     transcript_rules: TranscriptRulesFile | None = None
     golden_response: str | None = None
-    llm_judge: dict[str, Any] | None = None
+    llm_judge: LLMJudgeConfig | None = None
     custom_checks: CustomChecksFile | None = None
     trace_checks: TraceChecksConfig | None = None
 

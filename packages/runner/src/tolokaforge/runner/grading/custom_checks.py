@@ -1,8 +1,9 @@
 """Custom checks: the pack's own Python checks, run in a separate process with a deadline.
 
 The checks file (``custom_checks.file``, relative to the task's code root) is run by the harness in
-``tolokaforge.core.grading.checks_runner`` in a fresh interpreter, so a check cannot touch the runner,
-hang it, or crash it. Both styles run: ``@init``/``@check`` functions (checks_interface) receiving the
+``tolokaforge.core.grading.checks_runner`` in a fresh interpreter -- a supervised child in its own
+session, under the runner's limits, with a scrubbed environment -- so a check cannot touch the runner,
+hang it, or crash it, and whatever it starts dies with it. Both styles run: ``@init``/``@check`` functions (checks_interface) receiving the
 CheckContext, and ``check_<name>(state, transcript)`` functions. The checks file's folder and every
 ``relative_imports`` folder come first on its ``sys.path``.
 
@@ -24,6 +25,8 @@ from typing import Any
 from tolokaforge.contracts.runner import CustomCheckResult
 from tolokaforge.core.models import CustomChecksConfig
 
+from ..process.sandbox import Limits, scrubbed_env
+from ..process.supervisor import Supervised, launcher_argv
 from .component import ComponentResult
 
 __all__ = ["CheckEvidence", "run_custom_checks"]
@@ -44,10 +47,14 @@ class CheckEvidence:
 
 
 async def run_custom_checks(
-    config: CustomChecksConfig, code_root: Path | None, evidence: CheckEvidence
+    config: CustomChecksConfig,
+    code_root: Path | None,
+    evidence: CheckEvidence,
+    *,
+    limits: Limits | None = None,
 ) -> ComponentResult:
     try:
-        rows = await _run_suite(config, code_root, evidence)
+        rows = await _run_suite(config, code_root, evidence, limits or Limits())
     except _SuiteError as error:
         if config.fail_on_error:
             return ComponentResult(
@@ -90,7 +97,7 @@ class _SuiteError(Exception):
 
 
 async def _run_suite(
-    config: CustomChecksConfig, code_root: Path | None, evidence: CheckEvidence
+    config: CustomChecksConfig, code_root: Path | None, evidence: CheckEvidence, limits: Limits
 ) -> list[dict[str, Any]]:
     if code_root is None:
         raise _SuiteError(f"{config.file!r}: the task ships no code (tool_code) to find it in")
@@ -104,16 +111,16 @@ async def _run_suite(
         if not folder.is_relative_to(root) or not folder.is_dir():
             raise _SuiteError(f"relative_imports: {relative!r} is not a folder inside the task's code")
         search.append(str(folder))
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-I",
-        "-m",
-        HARNESS_MODULE,
+    env = scrubbed_env({}, home=str(code_root))
+    child = await Supervised.spawn(
+        launcher_argv(limits, [sys.executable, "-I", "-m", HARNESS_MODULE], env),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        cwd=str(code_root),
+        cwd=code_root,
+        env=env,
     )
+    process = child.process
     payload = json.dumps(
         {
             "file": str(path),
@@ -129,9 +136,9 @@ async def _run_suite(
     try:
         stdout, stderr = await asyncio.wait_for(process.communicate(payload), timeout=config.timeout_seconds)
     except TimeoutError:
-        process.kill()
-        await process.wait()
         raise _SuiteError(f"timed out after {config.timeout_seconds:g}s") from None
+    finally:
+        await child.stop()  # the suite's group goes with it: nothing a check started survives
     if process.returncode != 0:
         last = stderr.decode(errors="replace").strip().splitlines()[-1:] or [
             f"exit status {process.returncode}"

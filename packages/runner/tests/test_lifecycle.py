@@ -280,7 +280,6 @@ async def test_a_trial_spec_in_the_protocols_names_registers(
         worker_id="w-1",
         agent_model_config={"provider": "openai", "name": "gpt-4o-mini", "temperature": 0.0},
         user_model_config={"provider": "openai", "name": "gpt-4o-mini", "temperature": 0.7},
-        judge_model_config={"provider": "openai", "name": "gpt-4o"},
         max_turns=12,
         default_tool_timeout_s=7.5,
         env_endpoints={"db_url": "http://json-db:8000", "rag_url": None, "runner_url": "http://runner:50051"},

@@ -27,7 +27,7 @@ from .errors import ConfigError
 from .manifest import RunIdentity, read_manifest, refuse_resume_if_different, utc_now, write_manifest
 from .packs.loader import LoadedTask, Pack
 from .ray_backend import RaySettings
-from .results import is_finished, trial_dir, write_outcome
+from .results import configured_components, is_finished, trial_dir, write_outcome
 from .runner_client import RunnerClient, open_runner
 from .summary import RunSummary, summarise, write_summary
 from .users.base import UserSimulatorFactory
@@ -184,8 +184,11 @@ async def run_pack(
         manifest(None)
         observer.started(len(keys), summary.skipped)
 
+    by_id = {loaded.task_id: loaded for loaded in tasks}
+
     def finish(outcome: TrialOutcome) -> None:
-        write_outcome(settings.output, outcome)
+        grading = by_id[outcome.task_id].task.grading
+        write_outcome(settings.output, outcome, configured_components(grading))
         observer.trial_done(outcome)
 
     def crash(key: tuple[str, int], error: str) -> None:

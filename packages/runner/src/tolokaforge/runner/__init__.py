@@ -10,7 +10,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from .grpc_edge import EdgeLimits
 from .server import RunnerHandle, RunnerSettings, start_runner
 from .tools.child_process import ChildProcess
 
-__all__ = ["ChildProcess", "RunnerHandle", "RunnerSettings", "__version__", "start_runner"]
+__all__ = ["ChildProcess", "EdgeLimits", "RunnerHandle", "RunnerSettings", "__version__", "start_runner"]

@@ -16,6 +16,7 @@ from grpclib.server import Server
 from tolokaforge.db import StateClient
 
 from .executor import ToolExecutor
+from .grpc_edge import EdgeLimits, GuardedServer
 from .registry import TrialRegistry
 from .service import RunnerServicer
 from .state_endpoint import StateEndpoint
@@ -33,6 +34,10 @@ class RunnerSettings:
     default_tool_timeout_s: float = 30.0
     max_tool_threads: int = 64
     work_dir: Path | None = None
+    lease_seconds: float = 30.0
+    """How long the store keeps this runner's trials its own without a renewal (docs/faults.md)."""
+    limits: EdgeLimits = field(default_factory=EdgeLimits)
+    """Message size, receive and idle timeouts, streams per connection (grpc_edge.py)."""
 
 
 @dataclass
@@ -91,9 +96,17 @@ async def start_runner(settings: RunnerSettings | None = None) -> RunnerHandle:
         work_dir = Path(tmp.name)
     executor = ToolExecutor(max_workers=settings.max_tool_threads)
     endpoint = StateEndpoint(client, settings.db_url)
-    registry = TrialRegistry(client, executor, work_dir, settings.default_tool_timeout_s, db_url=endpoint.url)
-    servicer = RunnerServicer(registry, executor, store_name=store_name)
-    server = Server([servicer])
+    registry = TrialRegistry(
+        client,
+        executor,
+        work_dir,
+        settings.default_tool_timeout_s,
+        db_url=endpoint.url,
+        lease_seconds=settings.lease_seconds,
+    )
+    registry.start_lease_renewal()
+    servicer = RunnerServicer(registry, executor, store_name=store_name, limits=settings.limits)
+    server = GuardedServer([servicer], settings.limits)
     # Bind first so an ephemeral port is known before serving (grpclib does not report it back).
     # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on sockets that say they are TCP, and
     # without it every unary call waits ~40 ms for a delayed ACK.

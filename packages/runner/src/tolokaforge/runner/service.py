@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import grpclib
+import grpclib.const
 from grpclib.const import Status
 
 from tolokaforge.contracts.runner import (
@@ -35,12 +37,13 @@ from tolokaforge.contracts.runner import (
     ToolMetrics,
 )
 from tolokaforge.contracts.tool import ToolError, ToolErrorCategory
-from tolokaforge.db import DBServiceError
+from tolokaforge.db import DBServiceError, StoreUnreachableError
 
 from . import __version__
 from .errors import GradingFailure, InvalidRequestError, RegistrationError, TrialNotFoundError
 from .executor import ToolExecutor
 from .grading import grade_trial
+from .grpc_edge import EdgeLimits, guard_mapping
 from .registry import TrialRegistry
 
 __all__ = ["RunnerServicer"]
@@ -51,10 +54,22 @@ EXECUTORS = ("agent", "user")
 
 
 class RunnerServicer(RunnerServiceBase):
-    def __init__(self, registry: TrialRegistry, executor: ToolExecutor, *, store_name: str) -> None:
+    def __init__(
+        self,
+        registry: TrialRegistry,
+        executor: ToolExecutor,
+        *,
+        store_name: str,
+        limits: EdgeLimits | None = None,
+    ) -> None:
         self.registry = registry
         self.executor = executor
         self.store_name = store_name
+        self.limits = limits or EdgeLimits()
+
+    def __mapping__(self) -> dict[str, grpclib.const.Handler]:
+        # Every handler decodes its request under the limits and answers typed errors (grpc_edge.py).
+        return guard_mapping(super().__mapping__(), self.limits)
 
     async def register_trial(self, message: RegisterTrialRequest) -> RegisterTrialResponse:
         try:
@@ -151,6 +166,8 @@ class RunnerServicer(RunnerServiceBase):
             state, hashes = await self.registry.read_state(
                 message.trial_id, tables=list(message.tables) or None, stable=not message.include_unstable
             )
+        except StoreUnreachableError as error:
+            raise _unavailable(error) from error
         except (TrialNotFoundError, DBServiceError) as error:
             return GetStateResponse(success=False, error=_describe(error))
         return GetStateResponse(
@@ -165,14 +182,21 @@ class RunnerServicer(RunnerServiceBase):
             hashes = await self.registry.reset(
                 message.trial_id, run_init_actions=message.execute_init_actions
             )
+        except StoreUnreachableError as error:
+            raise _unavailable(error) from error
         except (TrialNotFoundError, DBServiceError, RegistrationError) as error:
             return ResetTrialResponse(success=False, error=_describe(error))
         return ResetTrialResponse(success=True, state_hash=hashes.stable_hash)
 
     async def cleanup_trial(self, message: CleanupTrialRequest) -> CleanupTrialResponse:
+        if not _TRIAL_ID.fullmatch(message.trial_id) and message.trial_id not in self.registry.trial_ids():
+            return CleanupTrialResponse(success=True)  # no state can exist under such an id
         try:
             await self.registry.cleanup(message.trial_id)
-        except DBServiceError as error:
+        except StoreUnreachableError as error:
+            raise _unavailable(error) from error
+        except (DBServiceError, RegistrationError) as error:
+            # Something of the trial remains (another runner's live lease, a store refusal): not done.
             return CleanupTrialResponse(success=False, error=_describe(error))
         return CleanupTrialResponse(success=True)
 
@@ -191,6 +215,14 @@ class RunnerServicer(RunnerServiceBase):
             db_service_connected=connected,
             available_adapters=["tau_sync", "mcp", "provider"],
         )
+
+
+_TRIAL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:#@-]{0,199}")
+"""The DB contract's TrialId: the store can hold nothing under any other id."""
+
+
+def _unavailable(error: StoreUnreachableError) -> grpclib.GRPCError:
+    return grpclib.GRPCError(Status.UNAVAILABLE, f"state store: {error.message}")
 
 
 def _describe(error: Exception) -> str:

@@ -185,11 +185,15 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     os.replace(temporary, path)
 
 
-def write_outcome(output: Path, outcome: TrialOutcome) -> Path:
+def write_outcome(output: Path, outcome: TrialOutcome, *, finished: bool = True) -> Path:
+    """The trial's files; ``finished`` False (infrastructure ended it) writes no grade.yaml."""
     directory = trial_dir(output, outcome.task_id, outcome.trial_index)
     directory.mkdir(parents=True, exist_ok=True)
     _write(directory / "trajectory.yaml", trajectory_dict(outcome))
     _write(directory / "metrics.yaml", metrics_dict(outcome))
+    if not finished:
+        (directory / "grade.yaml").unlink(missing_ok=True)
+        return directory
     grade = grade_to_dict(outcome.grade) if outcome.grade is not None else _ungraded(outcome)
     grade["trial_id"] = outcome.trial_id
     _write(directory / "grade.yaml", grade)  # last: its presence marks the trial finished

@@ -172,9 +172,14 @@ async def run_pack(
                     try:
                         outcome = await run_trial(runner, loaded, index, agents, users, trial_settings)
                     except Exception as error:  # a host defect on one trial must not sink the others
-                        crashes[(loaded.task_id, index)] = f"{type(error).__name__}: {error}"
+                        crashes[(loaded.task_id, index)] = (
+                            f"the host failed on it: {type(error).__name__}: {error}"
+                        )
                         return
-                write_outcome(settings.output, outcome)
+                if outcome.infrastructure_error is not None:
+                    # Never graded: no grade.yaml, so the trial is unfinished and --resume runs it.
+                    crashes[(loaded.task_id, index)] = f"infrastructure: {outcome.infrastructure_error}"
+                write_outcome(settings.output, outcome, finished=outcome.infrastructure_error is None)
                 observer.trial_done(outcome)
 
             async with asyncio.TaskGroup() as group:

@@ -57,6 +57,9 @@ class RunnerOptions(BaseModel):
         gt=0,
         description="close a connection with no open call after this many idle seconds",
     )
+    receive_timeout: float = Field(
+        EdgeLimits.receive_timeout_s, gt=0, description="seconds a request message may take to arrive"
+    )
     max_streams: int = Field(
         EdgeLimits.max_concurrent_streams, gt=0, description="concurrent calls one connection may have open"
     )
@@ -107,6 +110,7 @@ def _run(argv: Sequence[str] | None) -> int:
         limits=EdgeLimits(
             max_message_bytes=options.max_message_bytes,
             idle_timeout_s=options.idle_timeout,
+            receive_timeout_s=options.receive_timeout,
             max_concurrent_streams=options.max_streams,
         ),
     )

@@ -8,6 +8,7 @@ started again (same port) only once the run has ended. The outage outlasts the h
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import signal
 import socket
 import subprocess
@@ -100,7 +101,7 @@ async def test_outage_leaves_trials_unfinished_and_resume_finishes_every_one(
 
     runner_process.start()  # back on the same address
     resumed = await run_pack(
-        pack, GoldenAgentFactory(), UserRouter(), RunSettings(**{**settings.__dict__, "resume": True})
+        pack, GoldenAgentFactory(), UserRouter(), dataclasses.replace(settings, resume=True)
     )
     assert (resumed.ran, resumed.skipped) == (unfinished, graded)
     assert [row.kind for row in resumed.rows] == ["passed"] * 8

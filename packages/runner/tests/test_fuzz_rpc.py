@@ -45,7 +45,7 @@ STRING_FIELDS = {
 class RawCodec(CodecBase):
     """Sends bytes as they are and hands back the reply's bytes undecoded."""
 
-    __content_subtype__ = "proto"
+    __content_subtype__ = "proto"  # pyright: ignore[reportIncompatibleMethodOverride, reportAssignmentType]
 
     def encode(self, message: Any, message_type: Any) -> bytes:
         return bytes(message)
@@ -111,7 +111,12 @@ def _field(number: int, value: bytes) -> bytes:
     return bytes([number << 3 | 2]) + bytes(out) + value
 
 
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    database=None,
+)
 
 
 @pytest.mark.parametrize("rpc", RPCS)

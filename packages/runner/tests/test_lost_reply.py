@@ -46,8 +46,8 @@ async def proxied() -> AsyncIterator[tuple[RunnerServiceStub, DroppingProxy]]:
             await proxy.close()
 
 
-PAY = {"tool_name": "set_status", "arguments": {"order_id": "O-1", "status": "paid"}}
-CANCEL = {"tool_name": "set_status", "arguments": {"order_id": "O-2", "status": "cancelled"}}
+PAY: dict[str, Any] = {"tool_name": "set_status", "arguments": {"order_id": "O-1", "status": "paid"}}
+CANCEL: dict[str, Any] = {"tool_name": "set_status", "arguments": {"order_id": "O-2", "status": "cancelled"}}
 
 
 async def test_a_lost_patch_reply_is_an_infrastructure_failure_and_the_store_stays_the_truth(

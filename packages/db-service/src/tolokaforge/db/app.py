@@ -271,5 +271,8 @@ def create_app(
         exception_handlers={HTTPException: _http_exception_handler(routes), DBServiceError: _service_error},
         lifespan=lifespan,
     )
+    # No redirect for a trailing slash (or a path that normalises to another route): a 307 carries no
+    # Error body, and the contract's paths have exactly one spelling. Such paths answer 404 with one.
+    app.router.redirect_slashes = False
     app.state.service = service
     return app

@@ -89,6 +89,13 @@ class TableSchema(BaseModel):
     )
     table_name: TableName
     record_schema: dict[str, Any]
+    """
+    A JSON Schema (the dialect its `$schema` names, Draft 2020-12 when absent) that passes its
+    dialect's metaschema and whose `$ref`s resolve inside it (nothing is fetched). Anything else
+    answers 422, as does a record schema that cannot be applied to a record (e.g. a pattern
+    that does not compile).
+
+    """
 
 
 class InitRequest(BaseModel):
@@ -97,6 +104,9 @@ class InitRequest(BaseModel):
     )
     tables: Tables
     schemas: list[TableSchema] | None = None
+    """
+    At most one entry per table_name; a table declared twice answers 422.
+    """
     unstable_fields: list[UnstableField] | None = None
     owner: OwnerId | None = None
     """

@@ -1,6 +1,6 @@
 """contracts/openapi/db-service.yaml: a valid OpenAPI 3.1 document covering the spec's DB endpoints.
 
-The endpoint list is runner-protocol.md's "DB Service" section; the two additions (a multi-table
+The endpoint list is the original protocol's DB Service list (docs/protocol/db-service.md#endpoints); the two additions (a multi-table
 atomic PATCH and snapshot deletion) are named here so that any other drift fails.
 """
 

@@ -1,7 +1,7 @@
-"""runner.proto matches shared/spec/runner-protocol.md field for field.
+"""runner.proto matches the original RunnerService field for field (docs/protocol/runner.md).
 
-The table below is transcribed from the spec's proto listing (names, numbers, types, labels). The
-compiled descriptor must equal it exactly; the only fields allowed beyond the spec are listed in
+The table below is transcribed from the original contract's proto listing (names, numbers, types, labels). The
+compiled descriptor must equal it exactly; the only fields allowed beyond it are listed in
 ADDITIVE, each a new number on an existing message.
 """
 

@@ -33,10 +33,17 @@ TASK_KEYS = {
     "task_id", "name", "category", "description", "max_turns", "initial_user_message", "system_prompt",
     "initial_state", "tools", "user_simulator", "policies", "grading",
 }  # fmt: skip
-GRADING_KEYS = {"combine", "state_checks", "transcript_rules", "golden_response", "custom_checks"}
+GRADING_KEYS = {
+    "combine",
+    "state_checks",
+    "transcript_rules",
+    "golden_response",
+    "custom_checks",
+    "trace_checks",
+}
 TRANSCRIPT_KEYS = {"max_turns", "must_contain", "disallow_regex", "required_actions", "communicate_info"}
 JSONPATH_OPERATORS = {"equals", "equals_ci", "contains", "contains_ci", "exists"}
-COMPONENTS = {"state_checks", "transcript_rules", "custom_checks"}
+COMPONENTS = {"state_checks", "transcript_rules", "custom_checks", "trace_checks"}
 UNCHANGING_CATEGORIES = {"lookup", "refusal"}
 
 Tables = dict[str, Any]

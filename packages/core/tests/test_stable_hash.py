@@ -1,4 +1,5 @@
-"""The design.md hash vectors, and the composition rule stores rely on for cached encodings."""
+"""The hash vectors (docs/protocol/db-service.md#the-stable-hash), and the composition rule stores
+rely on for cached encodings."""
 
 from __future__ import annotations
 

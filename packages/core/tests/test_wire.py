@@ -25,7 +25,7 @@ from tolokaforge.core import (
     split_leading_system_message,
 )
 
-# The example transcript of runner-protocol.md, verbatim.
+# The original protocol's example transcript, verbatim (the format: docs/protocol/runner.md#the-transcript).
 SPEC_EXAMPLE = """[
   {"role": "system", "content": "You are a booking agent. Follow the refund policy."},
   {"role": "user", "content": "I want to book a flight to Seattle"},

@@ -1,4 +1,5 @@
-"""design.md's hash vectors, through the service (both stores, both clients)."""
+"""The hash vectors (docs/protocol/db-service.md#the-stable-hash), through the service (both stores,
+both clients)."""
 
 from __future__ import annotations
 

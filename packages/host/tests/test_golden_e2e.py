@@ -50,7 +50,7 @@ async def test_every_retail_task_passes_and_concurrency_16_grades_like_concurren
             pack, GoldenAgentFactory(), UserRouter(), RunSettings(output=output, concurrency=concurrency)
         )
         by_concurrency[concurrency] = _assert_all_pass(pack, output, summary)
-    assert len(by_concurrency[1]) == 23
+    assert len(by_concurrency[1]) == 29
     assert by_concurrency[1] == by_concurrency[16]
 
 

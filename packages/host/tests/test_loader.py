@@ -17,7 +17,7 @@ from tolokaforge.host.packs import inspect_pack, load_pack
 
 def test_retail_pack_loads_every_task_with_its_tools_and_grading(packs_dir: Path) -> None:
     pack = load_pack(packs_dir / "retail")
-    assert (pack.name, len(pack.tasks)) == ("retail", 23)
+    assert (pack.name, len(pack.tasks)) == ("retail", 29)
     task = pack.task("write_cancel_processing_order").task
     assert task.max_turns == 20  # from pack.yaml defaults
     assert task.system_prompt.startswith("#") and "policy" in task.system_prompt.lower()
@@ -142,9 +142,38 @@ def test_validate_reports_every_problem_at_once(pack_copy: Callable[[str], Path]
     assert "2 problem(s)" in result.output
 
 
+def test_validate_reports_trace_check_errors_naming_the_constraint(pack_copy: Callable[[str], Path]) -> None:
+    root = pack_copy("retail")
+    tasks = root / "tasks"
+
+    def gate_with_weight(grading: dict[str, Any]) -> None:
+        grading["trace_checks"]["constraints"][0]["weight"] = 2.0
+
+    def typo_in_tool(grading: dict[str, Any]) -> None:
+        before = grading["trace_checks"]["constraints"][0]["require"]["before"]
+        before["right"]["match"]["tool"] = {"equals": "cancel_ordr"}
+
+    def single_route(grading: dict[str, Any]) -> None:
+        grading["trace_checks"]["alternatives"].pop()
+
+    _edit(tasks / "trace_gate_final_sale_never_filed" / "grading.yaml", gate_with_weight)
+    _edit(tasks / "trace_ordering_cancel_after_lookup" / "grading.yaml", typo_in_tool)
+    _edit(tasks / "trace_routes_identify_then_pay" / "grading.yaml", single_route)
+    result = CliRunner().invoke(cli, ["validate", "--pack", str(root)])
+    assert result.exit_code == 1, result.output
+    output = " ".join(result.output.split())
+    assert "trace_checks.no_write_attempted: a gate carries no weight" in output
+    assert (
+        "trace_checks.order_read_before_cancel: matches tool 'cancel_ordr', which is not one of the task's tools"
+        in output
+    )
+    assert "trace_checks.alternatives declares one route" in output
+    assert "3 problem(s)" in output
+
+
 def test_validate_accepts_the_example_packs(packs_dir: Path) -> None:
     result = CliRunner().invoke(cli, ["validate", "--pack", str(packs_dir / "retail")])
-    assert result.exit_code == 0 and "retail: 23 tasks, 19 tools: OK" in result.output
+    assert result.exit_code == 0 and "retail: 29 tasks, 19 tools: OK" in result.output
 
 
 def test_inspect_pack_loads_the_good_tasks_and_reports_problems_per_task(
@@ -160,7 +189,7 @@ def test_inspect_pack_loads_the_good_tasks_and_reports_problems_per_task(
         lambda d: d["state_checks"]["hash"]["golden_actions"][0].__setitem__("name", "no_such_tool"),
     )
     report = inspect_pack(root)
-    assert len(report.pack.tasks) == 21 and report.pack_problems == ()
+    assert len(report.pack.tasks) == 27 and report.pack_problems == ()
     broken = {task.task_id: [p.key for p in task.problems] for task in report.broken}
     assert broken == {
         "lookup_order_tracking": ["transcript_rules.must_contian"],
@@ -169,7 +198,7 @@ def test_inspect_pack_loads_the_good_tasks_and_reports_problems_per_task(
     # Golden names left to a caller that checks them against a runner: that task loads.
     unchecked = inspect_pack(root, check_golden_names=False)
     assert [task.task_id for task in unchecked.broken] == ["lookup_order_tracking"]
-    assert len(unchecked.pack.tasks) == 22
+    assert len(unchecked.pack.tasks) == 28
     with pytest.raises(PackLoadError) as caught:
         load_pack(root)
     assert caught.value.problems == report.problems

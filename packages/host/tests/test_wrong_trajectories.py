@@ -38,12 +38,19 @@ def _say(text: str) -> Turn:
 class Wrong:
     pack: str
     kind: str
-    """wrong argument | missing step | forbidden write | wrong answer"""
+    """wrong argument | missing step | forbidden write | wrong answer | wrong order | repeated attempt |
+    forbidden attempt"""
     turns: list[Turn]
     reason: str
     """A fragment one of the grade's reasons must contain: it names the mistake."""
 
 
+_RETURN_TARP_ONE = {
+    "order_id": "O-50114",
+    "items": [{"product_id": "P-1006", "quantity": 1}],
+    "reason": "defective",
+    "refund_method": "original_payment",
+}
 _RETURN_TARP_TWO = {
     "order_id": "O-50114",
     "items": [{"product_id": "P-1006", "quantity": 2}],
@@ -275,6 +282,104 @@ WRONG: dict[str, Wrong] = {
         ],
         "required action 'transfer': no successful transfer_to_human_agents call",
     ),
+    # --- retail: trace checks (the final state is right; the process is wrong) ---------------------
+    "trace_ordering_cancel_after_lookup": Wrong(
+        "retail",
+        "wrong order",
+        [
+            _call("get_customer_details", customer_id="C-156"),
+            _call("cancel_order", order_id="O-50035", reason="found_better_price"),
+            _call("get_order_details", order_id="O-50035"),
+            _say("Order O-50035 is cancelled and the full $168.00 will be refunded to your card."),
+        ],
+        "Trace check order_read_before_cancel: before: first left at",
+    ),
+    "trace_window_identify_before_changes": Wrong(
+        "retail",
+        "wrong order",
+        [
+            _call(
+                "update_shipping_address",
+                order_id="O-50132",
+                address={"street": "88 Lakeview Dr", "city": "Seattle", "state": "WA", "zip": "98101"},
+            ),
+            _call("get_customer_details", customer_id="C-105"),
+            _call("get_order_details", order_id="O-50132"),
+            _say("Done: order O-50132 will ship to 88 Lakeview Dr, Seattle, WA 98101."),
+        ],
+        "Trace check nothing_changed_before_identity: absent_before: tool_call occurred inside the window",
+    ),
+    "trace_counting_one_credit_attempt": Wrong(
+        "retail",
+        "repeated attempt",
+        [
+            _call("get_customer_details", customer_id="C-154"),
+            _call("get_order_details", order_id="O-50203"),
+            _call("get_store_credit_history", customer_id="C-154"),
+            _call("calculate", expression="249 * 0.10"),
+            _call(
+                "issue_store_credit",
+                customer_id="C-154",
+                amount="24.90",
+                reason="late_delivery",
+                order_id="O-50203",
+            ),
+            _call(
+                "issue_store_credit",
+                customer_id="C-154",
+                amount=24.9,
+                reason="late_delivery",
+                order_id="O-50203",
+            ),
+            _say("Sorry about the delay. I've added $24.90 of store credit to your account."),
+        ],
+        "Trace check credit_attempted_once: count: tool_call issue_store_credit matched 2 events, outside [1, 1]",
+    ),
+    "trace_binding_return_order_was_read": Wrong(
+        "retail",
+        "wrong argument",
+        [
+            _call("get_customer_details", customer_id="C-149"),
+            _call("get_order_details", order_id="O-50113"),
+            _call("get_product_details", product_id="P-1006"),
+            _call("quote_refund", **_RETURN_TARP_ONE),
+            _call("create_return", **_RETURN_TARP_ONE),
+            _say(
+                "Your return for one Tarp Shelter 3x3 from O-50114 is filed; $89.00 will be refunded to your card."
+            ),
+        ],
+        "failed under (order='O-50114')",
+    ),
+    "trace_gate_final_sale_never_filed": Wrong(
+        "retail",
+        "forbidden attempt",
+        [
+            _call("get_customer_details", customer_id="C-136"),
+            _call("get_order_details", order_id="O-50019"),
+            _call("get_product_details", product_id="P-1027"),
+            # Rejected by the schema (quantity is not an integer), so nothing changes: the attempt alone trips the gate.
+            _call(
+                "create_return",
+                order_id="O-50019",
+                items=[{"product_id": "P-1027", "quantity": "two"}],
+                reason="did_not_fit",
+                refund_method="original_payment",
+            ),
+            _say("I'm sorry, but the Merino Base Top is a final sale item, so it can't be returned."),
+        ],
+        "FAILED trace gates: no_write_attempted",
+    ),
+    "trace_routes_identify_then_pay": Wrong(
+        "retail",
+        "wrong order",
+        [
+            _call("change_payment_method", order_id="O-50108", payment_method_id="PM-179-1"),
+            _call("get_customer_details", customer_id="C-179"),
+            _call("get_order_details", order_id="O-50108"),
+            _say("Order O-50108 is now charged to your credit card (PM-179-1) instead of PayPal."),
+        ],
+        "Trace check identified_by_id.record_read_before_change: before:",
+    ),
     # --- retail: single writes -------------------------------------------------------------------
     "write_apply_tier_coupon": Wrong(
         "retail",
@@ -482,7 +587,7 @@ def test_every_task_of_the_example_packs_has_a_wrong_trajectory() -> None:
         for loaded in load_pack(PACKS / pack_name).tasks
     }
     assert {(wrong.pack, task_id) for task_id, wrong in WRONG.items()} == expected
-    assert len(expected) == 23 + 4 + 2
+    assert len(expected) == 29 + 4 + 2
 
 
 @pytest.mark.parametrize("task_id", sorted(WRONG))

@@ -312,7 +312,7 @@ async def test_non_scoring_shape_passes(register: Any, episode: Any) -> None:
     assert response.grade.reasons.startswith("no component was configured and no weight names one")
 
 
-@pytest.mark.parametrize("key", ["llm_judge", "trace_checks"])
+@pytest.mark.parametrize("key", ["llm_judge"])
 async def test_keys_without_an_evaluator_fail_loudly(register: Any, episode: Any, key: str) -> None:
     grading = hash_grading(PAY_O1, **{key: {"rubric": [{"id": "x", "criterion": "polite", "weight": 1.0}]}})
     await register("t:0", grading=grading)

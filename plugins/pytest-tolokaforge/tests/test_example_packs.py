@@ -28,8 +28,8 @@ def test_every_item_passes_on_both_example_packs(run_pytest: RunPytest, packs_di
     } | {f"tolokaforge-runner::{name}" for name in RUNNER_ITEMS}
     assert set(outcomes) == expected
     assert set(outcomes.values()) == {"PASSED"}
-    assert len(expected) == 27 * 5 + 4
-    assert "tasks checked: 27, passed: 27, failed: 0" in run.output
+    assert len(expected) == 33 * 5 + 4
+    assert "tasks checked: 33, passed: 33, failed: 0" in run.output
     assert "runner contract: 4 checked, 4 passed, 0 failed" in run.output
     # combine: any -- the transcript rule is the alternative the golden path does not take, and says so
     assert (

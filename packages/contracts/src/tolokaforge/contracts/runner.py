@@ -1,6 +1,6 @@
 """The ``tolokaforge.runner.v1`` contract: RunnerService messages, client stub and server base.
 
-Generated from ``contracts/proto/tolokaforge/runner/v1/runner.proto``; see shared/spec/runner-protocol.md.
+Generated from ``contracts/proto/tolokaforge/runner/v1/runner.proto``; see docs/protocol/runner.md.
 """
 
 from __future__ import annotations

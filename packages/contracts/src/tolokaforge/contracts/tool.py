@@ -1,6 +1,6 @@
 """The ``tolokaforge.tool.v1`` contract: the ToolError taxonomy and the ToolProviderService.
 
-Generated from ``contracts/proto/tolokaforge/tool/v1/``; see shared/spec/tool-provider-conformance.md.
+Generated from ``contracts/proto/tolokaforge/tool/v1/``; see docs/protocol/tool-providers.md.
 """
 
 from __future__ import annotations

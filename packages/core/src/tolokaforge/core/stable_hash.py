@@ -1,4 +1,4 @@
-"""The one state-hash algorithm (design.md § Stable hash), and its canonical encoding.
+"""The one state-hash algorithm (docs/protocol/db-service.md#the-stable-hash), and its canonical encoding.
 
 ``sha256_hex(json.dumps(state, sort_keys=True, separators=(",", ":"), default=str).encode("utf-8"))``
 with ``ensure_ascii`` on and Python's float repr. Unstable fields ``(table_name, field_name)`` are

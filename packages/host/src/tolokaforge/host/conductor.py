@@ -28,6 +28,7 @@ from .episode import Episode, run_episode
 from .errors import HostError, RegistrationFailedError, RunnerUnavailableError
 from .packs.loader import LoadedTask
 from .runner_client import RunnerClient
+from .trace_results import check_trace_payload
 from .trial_spec import build_trial_spec
 from .turns import Usage
 from .users.base import UserSimulatorFactory
@@ -152,6 +153,11 @@ async def _grade(runner: RunnerClient, outcome: TrialOutcome) -> None:
         outcome.infrastructure_error = f"GradeTrial: {error}"
         return
     if response.success and response.grade is not None:
+        try:
+            check_trace_payload(response.grade)
+        except ValueError as error:
+            outcome.grading_error = f"the grade's trace-check payload is unreadable: {error}"
+            return
         outcome.grade = response.grade
     elif response.error_kind == GradeErrorKind.TRIAL_NOT_FOUND:
         episode.termination, episode.error = TerminationReason.TRIAL_LOST, response.error

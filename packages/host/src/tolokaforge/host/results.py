@@ -22,6 +22,7 @@ from tolokaforge.contracts.runner import Grade
 from tolokaforge.core.transcript import Message, ToolMessage
 
 from .conductor import TrialOutcome
+from .trace_results import trace_results_dict, trace_summary_dict
 
 __all__ = [
     "NOT_EVALUATED",
@@ -70,6 +71,8 @@ def grade_to_dict(grade: Grade) -> dict[str, Any]:
             }
             for row in grade.custom_checks
         ],
+        "trace_check_results": trace_results_dict(grade),
+        "trace_checks_summary": trace_summary_dict(grade),
     }
 
 

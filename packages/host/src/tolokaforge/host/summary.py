@@ -43,6 +43,7 @@ DEFINITIONS: dict[str, str] = {
     "components": "per grade component: trials it was evaluated in, and its mean over those",
     "grades_carrying": "graded or ungraded trials whose grade.yaml carries this field (non-empty)",
     "models": "tokens, calls and cost per model over all trials (agent and simulated user)",
+    "trace_gates_failed": "graded trials a trace-check gate failed (each such trial fails, whatever its score)",
 }
 
 
@@ -195,6 +196,7 @@ class RunSummary:
             f"pass^{k}": self.pass_hat(k),
             f"pass@{k}": self.pass_at(k),
             "grading_errors": sum(row.grading_error is not None for row in self.rows),
+            "trace_gates_failed": sum(row.trace_gate_failed for row in self.rows),
             "terminations": self.terminations(),
             "components": self.components(),
             "grades_carrying": self.grades_carrying(),
@@ -234,6 +236,7 @@ class RunSummary:
                     "score": row.score,
                     "termination_reason": row.termination,
                     "grading_error": row.grading_error,
+                    "trace_gate_failed": row.trace_gate_failed,
                 }
                 for row in self.rows
             ],

@@ -51,6 +51,8 @@ class TrialRow:
     grade_fields: tuple[str, ...] = ()
     """What this grade carries beyond score and components (custom_checks, judge or trace results, ...)."""
     by_model: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+    trace_gate_failed: bool = False
+    """A trace-check gate shut the trial (grade.yaml trace_checks_summary.gate_failed)."""
 
     @property
     def passed(self) -> bool:
@@ -107,4 +109,10 @@ def read_row(output: Path, task_id: str, index: int, crash: str | None = None) -
         components=dict(components),
         grade_fields=_carried(grade),
         by_model=cast(dict[str, dict[str, Any]], metrics.get("by_model") or {}),
+        trace_gate_failed=_trace_gate_failed(grade),
     )
+
+
+def _trace_gate_failed(grade: dict[str, Any]) -> bool:
+    summary: Any = grade.get("trace_checks_summary")
+    return isinstance(summary, dict) and bool(cast(dict[str, Any], summary).get("gate_failed"))

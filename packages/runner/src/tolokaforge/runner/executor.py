@@ -132,7 +132,7 @@ class ToolExecutor:
                     call_id=call_id,
                     sequence=trial.next_sequence(),
                     tool_name=tool_name,
-                    # An INVALID_ARGUMENTS call is recorded with empty arguments (runner-protocol.md).
+                    # An INVALID_ARGUMENTS call is recorded with empty arguments (docs/protocol/runner.md#executetool-statuses).
                     arguments=arguments if outcome.status != ExecutionStatus.INVALID_ARGUMENTS else {},
                     executor="user" if executor == "user" else "agent",
                     status=_RECORDED_STATUS[outcome.status],  # pyright: ignore[reportArgumentType]

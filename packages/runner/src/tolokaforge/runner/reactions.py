@@ -1,4 +1,4 @@
-"""The kernel's reactions to what an out-of-process tool answered (tool-provider-conformance.md).
+"""The kernel's reactions to what an out-of-process tool answered (docs/protocol/tool-providers.md#how-the-kernel-reacts).
 
 * The reply is judged: an output that violates the operation's output_schema, an exit_status from an
   operation that is not process-backed, output chunks from one that does not stream, or a provider

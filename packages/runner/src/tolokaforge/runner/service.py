@@ -1,7 +1,7 @@
 """The RunnerService servicer: decodes requests, delegates, and maps errors to the protocol's answers.
 
 Nothing here decides anything about trials or tools; see registry.py, executor.py and grading/.
-Protocol rules enforced at this edge (runner-protocol.md): an empty call_id or tool name, or an
+Protocol rules enforced at this edge (docs/protocol/runner.md#executetool): an empty call_id or tool name, or an
 unknown executor, is a harness bug and fails the RPC with INVALID_ARGUMENT; an unregistered trial is
 TRIAL_NOT_FOUND (never recorded); every other failure is a recorded status with a ToolError.
 """

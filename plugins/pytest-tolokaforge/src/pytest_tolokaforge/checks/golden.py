@@ -1,6 +1,7 @@
 """``golden``: the golden path scores 1.0 on every component it can be judged on.
 
-Judged: state checks (hash replay, JSONPath), custom checks, trace checks, and the transcript rules --
+Judged: state checks (hash replay, JSONPath), custom checks, trace checks (every constraint of the
+route the golden path takes must pass: checks/trace.py), and the transcript rules --
 the rules about tool calls always, the rules about what the agent says (must_contain, disallow_regex,
 communicate_info) only when the task has a ``golden_response`` for the golden agent to say. What is
 set aside is returned as a note (replay.judged_task). A failure shows the grade's reasons, the state
@@ -18,6 +19,7 @@ from tolokaforge.contracts.runner import Grade
 from ..errors import CheckFailure
 from ..replay import GoldenReplay, judged_task
 from .context import TaskContext
+from .trace import unmet_trace_constraints
 
 __all__ = ["check", "components", "describe_calls"]
 
@@ -69,6 +71,10 @@ async def check(ctx: TaskContext) -> list[str]:
             for name, value in short.items()
         ]
         short = {}
+    unmet = unmet_trace_constraints(ctx.loaded.task, grade)
+    if unmet:
+        summary = f"golden path fails trace constraints: {'; '.join(unmet)}"
+        raise CheckFailure(summary, _details(summary, replay, calls, notes))
     if short or not grade.binary_pass:
         parts = ", ".join(f"{name} {value:g}" for name, value in short.items()) or f"score {grade.score:g}"
         reasons = grade.reasons.strip() or "no reasons given"

@@ -1,4 +1,4 @@
-"""The tool-provider contract (tool-provider-conformance.md), checked against a provider subprocess.
+"""The tool-provider contract (docs/protocol/tool-providers.md), checked against a provider subprocess.
 
 Per provider: ``describe`` (name, version, the handshake's protocol version, the runner's version) and
 ``schema`` (operations listed, names unique), plus ``unknown_operation`` (an Invoke of an operation the

@@ -1,6 +1,6 @@
 """``resolve``: every golden action resolves to a tool the runner registers for the agent.
 
-The rule is the protocol's (pack-format.md): the exact name, or the single registered name ending in
+The rule is the protocol's (docs/grading.md#step-4-resolve-golden-action-names): the exact name, or the single registered name ending in
 ``_<name>``. A resolved action's arguments must also satisfy that tool's schema, or the replay would be
 refused INVALID_ARGUMENTS and grade against a state nobody meant.
 """

@@ -30,6 +30,8 @@ from .task import (
     UnstableField,
     UserSimulatorConfig,
 )
+from .trace_checks import TraceConstraint
+from .trace_rules import TraceChecksConfig
 from .trial import TrialSpec
 
 __all__ = [
@@ -54,6 +56,8 @@ __all__ = [
     "ToolExpectation",
     "ToolServer",
     "ToolSource",
+    "TraceChecksConfig",
+    "TraceConstraint",
     "TranscriptRulesConfig",
     "TrialSpec",
     "UnstableField",

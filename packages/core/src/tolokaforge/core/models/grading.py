@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from ._base import SpecModel
+from .trace_rules import TraceChecksConfig
 
 __all__ = [
     "COMPONENT_NAMES",
@@ -174,7 +175,8 @@ class GradingConfig(SpecModel):
     transcript_rules: TranscriptRulesConfig | None = None
     llm_judge: dict[str, Any] | None = None
     custom_checks: CustomChecksConfig | None = None
-    trace_checks: dict[str, Any] | None = None
+    trace_checks: TraceChecksConfig | None = None
+    """grading.yaml: trace_checks (docs/trace-checks.md)."""
 
     @classmethod
     def not_configured(cls) -> GradingConfig:

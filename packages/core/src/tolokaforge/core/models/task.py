@@ -1,4 +1,4 @@
-"""TaskDescription: what the runner needs to know about one task (runner-protocol.md, spec.task).
+"""TaskDescription: what the runner needs to know about one task (docs/protocol/runner.md#registertrial, spec.task).
 
 The host's pack loader builds it from task.yaml / grading.yaml; the runner validates it on
 RegisterTrial. Grading configuration lives in :mod:`tolokaforge.core.models.grading`.
@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 
 from ._base import SpecModel
 from .grading import GradingConfig
+from .trace_rules import trace_check_tool_problems
 
 __all__ = [
     "InitialState",
@@ -180,4 +181,11 @@ class TaskDescription(SpecModel):
         for server in self.tool_servers:
             if server.script is not None and self.tool_code is None:
                 raise ValueError(f"tool_servers: {server.name!r} names a script but tool_code is missing")
+        trace_checks = self.grading.trace_checks
+        if trace_checks is not None and not self.tool_servers:
+            # A server's tools are known only once it runs; otherwise a name no tool has never matches.
+            tools = [tool.name for tool in (*self.agent_tools, *self.user_tools)]
+            problems = trace_check_tool_problems(trace_checks, tools)
+            if problems:
+                raise ValueError("; ".join(problems))
         return self

@@ -96,6 +96,7 @@ def summary_table(summary: RunSummary) -> Table:
         (f"mean score (over {summary.graded} graded)", _fmt(summary.mean_score)),
         (f"pass@{k} (mean over tasks)", _fmt(summary.pass_at(k))),
         (f"pass^{k} (mean over tasks)", _fmt(summary.pass_hat(k))),
+        ("trace gates failed (trials)", str(sum(row.trace_gate_failed for row in summary.rows))),
         (
             "terminations",
             ", ".join(f"{name} {count}" for name, count in sorted(summary.terminations().items())),

@@ -11,13 +11,13 @@ what it waited for; a turn that gives up carries that usage on its :class:`Agent
 
 from __future__ import annotations
 
-import asyncio
 import os
-import random
 from dataclasses import dataclass
 from typing import Any, cast
 
 import aiohttp
+
+from tolokaforge.core.retry import Backoff, RetryPolicy, retry_async
 
 from ..errors import AgentError, ConfigError
 from ..turns import Usage
@@ -65,6 +65,14 @@ class ChatResult:
     usage: Usage
 
 
+class _RetryableFailure(Exception):
+    """A failure worth another try (429, 5xx, a timeout); ``wait_s`` is the server's Retry-After, if any."""
+
+    def __init__(self, why: str, wait_s: float | None) -> None:
+        super().__init__(why)
+        self.wait_s = wait_s
+
+
 class ChatClient:
     """One client per run; ``session`` is owned by the caller (one connection pool for every trial)."""
 
@@ -85,28 +93,35 @@ class ChatClient:
         if self.settings.temperature is not None:
             body["temperature"] = self.settings.temperature
         usage = Usage()
-        attempt = 0
-        while True:
-            message, failure, wait = await self._post(body, usage)
-            if message is not None:
-                return ChatResult(message=message, usage=usage)
-            if attempt >= self.settings.max_retries:
-                usage.retry_log.append(f"{failure}; gave up (no retries left)")
-                raise AgentError(
-                    f"chat completion failed after {attempt + 1} attempt(s) "
-                    f"({attempt} retries, --llm-max-retries {self.settings.max_retries}): {failure}",
-                    usage,
-                )
-            delay = wait if wait is not None else self._backoff(attempt)
-            usage.llm_retries += 1
-            usage.retry_log.append(f"{failure}; retried after {delay:.2f}s")
-            attempt += 1
-            await asyncio.sleep(delay)
 
-    def _backoff(self, attempt: int) -> float:
-        # Full jitter keeps many concurrent trials from retrying in lockstep.
-        ceiling = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2**attempt)
-        return random.uniform(ceiling / 2, ceiling)
+        async def once() -> dict[str, Any]:
+            message, failure, wait = await self._post(body, usage)
+            if message is None:
+                raise _RetryableFailure(failure or "no answer", wait)
+            return message
+
+        def count_retry(error: BaseException, attempt: int, wait_s: float) -> None:
+            usage.llm_retries += 1
+            usage.retry_log.append(f"{error}; retried after {wait_s:.2f}s")
+
+        policy = RetryPolicy(
+            retry_if=lambda error: isinstance(error, _RetryableFailure),
+            max_attempts=self.settings.max_retries + 1,
+            # Jitter keeps many concurrent trials from retrying in lockstep; a server's Retry-After wins.
+            backoff=Backoff(self.settings.backoff_base_s, self.settings.backoff_max_s, jitter=True),
+            wait_hint=lambda error: error.wait_s if isinstance(error, _RetryableFailure) else None,
+        )
+        try:
+            message = await retry_async(once, policy, on_retry=count_retry)
+        except _RetryableFailure as failure:
+            usage.retry_log.append(f"{failure}; gave up (no retries left)")
+            retries = usage.llm_retries
+            raise AgentError(
+                f"chat completion failed after {retries + 1} attempt(s) "
+                f"({retries} retries, --llm-max-retries {self.settings.max_retries}): {failure}",
+                usage,
+            ) from failure
+        return ChatResult(message=message, usage=usage)
 
     async def _post(
         self, body: dict[str, Any], usage: Usage

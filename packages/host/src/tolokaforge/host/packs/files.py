@@ -16,6 +16,7 @@ from tolokaforge.core.models import (
     ComponentName,
     InitializationAction,
     JsonPathCheck,
+    TraceChecksConfig,
     TranscriptRulesConfig,
     UnstableField,
 )
@@ -91,6 +92,7 @@ class GradingFile(_Strict):
     golden_response: str | None = None
     llm_judge: dict[str, Any] | None = None
     custom_checks: CustomChecksFile | None = None
+    trace_checks: TraceChecksConfig | None = None
 
 
 class InitialStateFile(_Strict):

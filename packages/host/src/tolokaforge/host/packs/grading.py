@@ -51,4 +51,5 @@ def to_grading_config(grading: GradingFile, *, custom_checks_path: str | None) -
         transcript_rules=grading.transcript_rules,
         llm_judge=grading.llm_judge,
         custom_checks=custom_checks,
+        trace_checks=grading.trace_checks,
     )

@@ -1,4 +1,4 @@
-"""Load a task pack (pack-format.md) into TaskDescriptions, collecting every problem at once.
+"""Load a task pack (docs/pack-format.md) into TaskDescriptions, collecting every problem at once.
 
 ``load_pack(path)`` returns a :class:`Pack` or raises :class:`PackLoadError` listing each problem
 with its file and key. ``inspect_pack(path)`` never raises for the pack's content: it returns a

@@ -42,6 +42,7 @@ from .hash_replay import grade_hash
 from .jsonpath_checks import evaluate_jsonpaths
 from .ledger import check_ledger, populated_scored_keys
 from .preflight import check_gradeable_as_authored
+from .trace import TRACE_GATE_FAILED, evaluate_trace_checks
 from .transcript_rules import evaluate_transcript_rules
 
 __all__ = ["grade_trial"]
@@ -102,6 +103,13 @@ async def _grade(
             results.append(evaluate_transcript_rules(config.transcript_rules, timeline, ledger))
         else:
             _skip_unrequested(ledger, config, "transcript_rules")
+    trace: ComponentResult | None = None
+    if config.trace_checks is not None:
+        if "trace_checks" in requested:
+            trace = evaluate_trace_checks(config.trace_checks, timeline, ledger)
+            results.append(trace)
+        else:
+            _skip_unrequested(ledger, config, "trace_checks")
     custom_rows: list[Any] = []
     if config.custom_checks is not None:
         if not config.custom_checks.enabled:
@@ -134,19 +142,23 @@ async def _grade(
     reasons += [note for r in results for note in r.notes] + ledger.skip_notes()
     if folded.sentence:
         reasons.append(folded.sentence)
+    trace_extra = trace.extra if trace is not None else {}
     return Grade(
-        binary_pass=folded.passed,
+        # A tripped trace gate fails the trial whatever the fold says.
+        binary_pass=folded.passed and not trace_extra.get(TRACE_GATE_FAILED, False),
         score=folded.score,
         components=GradeComponents(
             state_checks=scores.get("state_checks", NOT_EVALUATED),
             transcript_rules=scores.get("transcript_rules", NOT_EVALUATED),
             llm_judge=NOT_EVALUATED,
             custom_checks=scores.get("custom_checks", NOT_EVALUATED),
-            trace_checks=None,
+            trace_checks=scores.get("trace_checks"),
         ),
         reasons=" | ".join(reasons),
         state_diff_json=json.dumps(state_diff, default=str) if state_diff else "",
         custom_checks=custom_rows,
+        trace_checks=trace_extra.get("trace_results", []),
+        trace_checks_summary=trace_extra.get("trace_summary"),
     )
 
 

@@ -11,6 +11,7 @@ from tolokaforge.core.models import GradingConfig
 
 from ..errors import UnaccountedKeys
 from .component import KeyLedger
+from .trace import populated_trace_keys
 from .transcript_rules import populated_transcript_keys
 
 __all__ = ["check_ledger", "populated_scored_keys"]
@@ -22,7 +23,7 @@ _EVALUATORS = {
     "transcript_rules": "transcript rules (grading/transcript_rules.py)",
     "custom_checks": "custom checks (grading/custom_checks.py)",
     "llm_judge": "the rubric judge, which this runner does not implement",
-    "trace_checks": "trace checks, which this runner does not implement",
+    "trace_checks": "trace checks (grading/trace/)",
 }
 
 
@@ -42,8 +43,8 @@ def populated_scored_keys(config: GradingConfig) -> list[str]:
         keys.append("llm_judge")
     if config.custom_checks is not None:
         keys.append("custom_checks")
-    if config.trace_checks:
-        keys.append("trace_checks")
+    if config.trace_checks is not None:
+        keys.extend(populated_trace_keys(config.trace_checks))
     return keys
 
 

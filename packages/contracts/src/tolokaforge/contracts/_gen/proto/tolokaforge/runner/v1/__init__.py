@@ -385,7 +385,7 @@ class ExecuteToolResponse(betterproto2.Message):
         5, betterproto2.TYPE_MESSAGE, optional=True
     )
     """
-    The classified failure (tool-provider-conformance.md) whenever status is not SUCCESS.
+    The classified failure (docs/protocol/tool-providers.md) whenever status is not SUCCESS.
     Additive to the seed contract: the seed's fields keep their numbers.
     """
 

@@ -48,20 +48,22 @@ class RunnerOptions(BaseModel):
         description="seconds this runner's claim on its trials outlives it in the store (renewed every third)",
     )
     max_message_bytes: int = Field(
-        EdgeLimits.max_message_bytes,
+        default=EdgeLimits.max_message_bytes,
         gt=0,
         description="largest request message accepted (RESOURCE_EXHAUSTED above)",
     )
     idle_timeout: float = Field(
-        EdgeLimits.idle_timeout_s,
+        default=EdgeLimits.idle_timeout_s,
         gt=0,
         description="close a connection with no open call after this many idle seconds",
     )
     receive_timeout: float = Field(
-        EdgeLimits.receive_timeout_s, gt=0, description="seconds a request message may take to arrive"
+        default=EdgeLimits.receive_timeout_s, gt=0, description="seconds a request message may take to arrive"
     )
     max_streams: int = Field(
-        EdgeLimits.max_concurrent_streams, gt=0, description="concurrent calls one connection may have open"
+        default=EdgeLimits.max_concurrent_streams,
+        gt=0,
+        description="concurrent calls one connection may have open",
     )
 
     @model_validator(mode="after")

@@ -28,6 +28,7 @@ def test_every_option_has_a_variable_under_the_runner_prefix() -> None:
         "lease",
         "max_message_bytes",
         "idle_timeout",
+        "receive_timeout",
         "max_streams",
     }
 

@@ -242,6 +242,10 @@ class TrialRegistry:
             )
             if outcome.status != ExecutionStatus.SUCCESS:
                 reason = outcome.failure.message if outcome.failure else outcome.status.name
+                if outcome.failure is not None and "infrastructure" in outcome.failure.details:
+                    raise StateStoreError(
+                        f"initialization_actions[{index}] ({action.tool_name}): {reason}", retryable=True
+                    )
                 raise RegistrationError(
                     f"initialization_actions[{index}] ({action.tool_name}) failed: {reason}"
                 )

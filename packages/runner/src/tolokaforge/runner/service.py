@@ -31,6 +31,7 @@ from tolokaforge.contracts.runner import (
     HealthCheckResponse,
     RegisterTrialRequest,
     RegisterTrialResponse,
+    RegistrationErrorKind,
     ResetTrialRequest,
     ResetTrialResponse,
     RunnerServiceBase,
@@ -82,6 +83,13 @@ class RunnerServicer(RunnerServiceBase):
         except RegistrationError as error:
             return RegisterTrialResponse(
                 success=False, error=str(error), error_kind=error.kind, retryable=error.retryable
+            )
+        except StoreUnreachableError as error:  # after the state existed (snapshot, init actions)
+            return RegisterTrialResponse(
+                success=False,
+                error=f"the state store is unreachable: {error.message}",
+                error_kind=RegistrationErrorKind.STATE_STORE,
+                retryable=True,
             )
         agent, user = trial.agent_tools.schemas(), trial.user_tools.schemas()
         return RegisterTrialResponse(
@@ -151,7 +159,11 @@ class RunnerServicer(RunnerServiceBase):
                 success=False, error=str(error), error_kind=GradeErrorKind.TRIAL_NOT_FOUND
             )
         except GradingFailure as error:
+            if isinstance(error.__cause__, StoreUnreachableError):
+                raise _unavailable(error.__cause__) from error
             return GradeTrialResponse(success=False, error=str(error), error_kind=error.kind)
+        except StoreUnreachableError as error:  # the host retries; past its budget the trial is unfinished
+            raise _unavailable(error) from error
         except Exception as error:  # anything else escaping the grading path is still an answer, not a crash
             log.exception("grading trial %s failed", message.trial_id)
             return GradeTrialResponse(

@@ -164,3 +164,18 @@ def _closed_by_peer(sock: socket.socket) -> bool:
     except ConnectionError:
         return True
     return True
+
+
+async def test_a_channel_closed_for_idleness_reconnects_on_its_next_call() -> None:
+    from tolokaforge.runner import EdgeLimits, RunnerSettings, start_runner
+
+    handle = await start_runner(RunnerSettings(limits=EdgeLimits(idle_timeout_s=0.3)))
+    channel = Channel(handle.host, handle.port)
+    stub = RunnerServiceStub(channel)
+    try:
+        for _ in range(3):  # each call comes after the runner closed the idle connection
+            assert (await stub.health_check(HealthCheckRequest())).status
+            await asyncio.sleep(0.8)
+    finally:
+        channel.close()
+        await handle.close()

@@ -33,10 +33,8 @@ from pathlib import Path
 REPOSITORY = Path(__file__).resolve().parents[2]
 EXPECTED_SOON = frozenset(
     {
-        "docs/isolation.md",
         "docs/judge.md",
         "docs/pack-format.md",
-        "docs/trace-checks.md",
     }
 )
 

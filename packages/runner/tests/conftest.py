@@ -297,9 +297,10 @@ def tool_processes() -> list[psutil.Process]:
     """Every live process started for a tool source: our children, and any orphan of theirs."""
     found: dict[int, psutil.Process] = {p.pid: p for p in psutil.Process().children(recursive=True)}
     markers = (str(SERVERS), "tolokaforge-tool-provider", "tolokaforge_provider_")
+    repo = str(FIXTURES.parents[3])  # orphans of this checkout only: other checkouts may run on this machine
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(proc.info["cmdline"] or [])
-        if any(marker in cmdline for marker in markers):
+        if repo in cmdline and any(marker in cmdline for marker in markers):
             found[proc.pid] = proc
     return [p for p in found.values() if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 

@@ -13,18 +13,27 @@ from tolokaforge.runner.cli import ENV_PREFIX, RunnerOptions, parse_options
 
 def test_every_option_has_a_variable_under_the_runner_prefix() -> None:
     env = {env_var(ENV_PREFIX, name): value for name, value in
-           {"host": "127.0.0.2", "port": "6000", "db_url": "http://127.0.0.1:1", "tool_timeout": "2.5", "lease": "4"}.items()}  # fmt: skip
+           {"host": "127.0.0.2", "port": "6000", "db_url": "http://127.0.0.1:1", "tool_timeout": "2.5",
+            "isolation": "thread", "lease": "4"}.items()}  # fmt: skip
     options = parse_options([], env)
     assert options == RunnerOptions(
-        host="127.0.0.2", port=6000, store=None, db_url="http://127.0.0.1:1", tool_timeout=2.5, lease=4
+        host="127.0.0.2",
+        port=6000,
+        store=None,
+        db_url="http://127.0.0.1:1",
+        tool_timeout=2.5,
+        isolation="thread",
+        lease=4,
     )
     assert parse_options(["--port", "7000"], env).port == 7000  # a flag wins over its variable
+    assert parse_options(["--isolation", "process"], env).isolation == "process"
     assert set(RunnerOptions.model_fields) == {
         "host",
         "port",
         "store",
         "db_url",
         "tool_timeout",
+        "isolation",
         "lease",
         "max_message_bytes",
         "idle_timeout",
@@ -50,6 +59,11 @@ def test_store_and_db_url_must_agree() -> None:
         ),
         (["--tool-timeout", "-1"], {}, "tolokaforge-runner: error: --tool-timeout='-1': "),
         (["--store", "disk"], {}, "tolokaforge-runner: error: --store='disk': "),
+        (
+            [],
+            {"TOLOKAFORGE_RUNNER_ISOLATION": "none"},
+            "tolokaforge-runner: error: TOLOKAFORGE_RUNNER_ISOLATION='none': ",
+        ),
     ],
 )
 def test_a_bad_setting_is_one_line_and_status_2(args: list[str], env: dict[str, str], expected: str) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tolokaforge.contracts.runner import RegisterTrialRequest, RunnerServiceStub
@@ -89,6 +91,18 @@ async def test_suite_that_hangs_times_out(graded: Any) -> None:
     response = await graded(_grading("checks/hangs.py", timeout=0.5, fail_on_error=True))
     assert response.grade.components.custom_checks == 0.0
     assert "the suite failed to run — timed out after 0.5s" in response.grade.reasons
+
+
+async def test_a_timed_out_suite_leaves_no_child_behind(graded: Any, fixtures_dir: Path) -> None:
+    pids_file = fixtures_dir / "pack_a" / ".check_children"  # HOME is the code root
+    pids_file.unlink(missing_ok=True)
+    response = await graded(_grading("checks/hangs_with_children.py", timeout=3.0))
+    assert "the suite failed to run — timed out after 3s" in response.grade.reasons
+    pids = [int(pid) for pid in pids_file.read_text().split()]
+    pids_file.unlink()
+    assert len(pids) == 2
+    _, alive = psutil.wait_procs([psutil.Process(pid) for pid in pids if psutil.pid_exists(pid)], timeout=3)
+    assert not alive  # the group is killed, and so is the child that left it
 
 
 async def test_missing_or_escaping_file(graded: Any) -> None:

@@ -169,7 +169,7 @@ def _closed_by_peer(sock: socket.socket) -> bool:
 async def test_a_channel_closed_for_idleness_reconnects_on_its_next_call() -> None:
     from tolokaforge.runner import EdgeLimits, RunnerSettings, start_runner
 
-    handle = await start_runner(RunnerSettings(limits=EdgeLimits(idle_timeout_s=0.3)))
+    handle = await start_runner(RunnerSettings(edge=EdgeLimits(idle_timeout_s=0.3)))
     channel = Channel(handle.host, handle.port)
     stub = RunnerServiceStub(channel)
     try:

@@ -22,6 +22,7 @@ from tolokaforge.contracts.runner import (
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.core.stable_hash import stable_hash
 from tolokaforge.runner import RunnerHandle
+from tolokaforge.runner.process.sandbox import LIMIT_NAMES
 
 SpecFactory = Callable[..., dict[str, Any]]
 
@@ -235,7 +236,15 @@ async def test_health_check(
     health = await stub.health_check(HealthCheckRequest())
     assert health.status == "healthy" and health.db_service_connected
     assert health.num_active_trials == 1
-    assert health.version and health.available_adapters == ["tau_sync", "mcp", "provider"]
+    assert health.version and health.available_adapters[:4] == [
+        "tau_sync",
+        "mcp",
+        "provider",
+        "isolation:process",
+    ]
+    # What holds on this machine, as the trial's worker found it: every limit is named.
+    limits = {a.split("=")[0] for a in health.available_adapters if a.startswith("limit:")}
+    assert limits == {f"limit:{name}" for name in LIMIT_NAMES}
 
 
 async def test_tool_code_as_files_inside_the_spec(

@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Literal, Protocol, cast
 
 from .agents.base import AgentFactory
 from .conductor import TrialOutcome, TrialSettings, run_trial
@@ -38,6 +38,8 @@ class RunSettings:
     concurrency: int = 4
     runner: str | None = None
     """``host:port`` of a running runner; None starts the embedded one."""
+    isolation: Literal["process", "thread"] = "process"
+    """How the embedded runner runs python tools (docs/isolation.md); a remote runner decides for itself."""
     resume: bool = False
     task_ids: tuple[str, ...] = ()
     max_attempts: int = 3
@@ -160,7 +162,9 @@ async def run_pack(
 
     started = time.perf_counter()
     if todo:
-        async with open_runner(settings.runner, transport_budget_s=settings.transport_budget_s) as runner:
+        async with open_runner(
+            settings.runner, transport_budget_s=settings.transport_budget_s, isolation=settings.isolation
+        ) as runner:
             runner_facts = await _runner_facts(runner, settings)  # unreachable: raised here, in seconds
             settings.output.mkdir(parents=True, exist_ok=True)
             manifest(None)

@@ -20,7 +20,7 @@ import contextlib
 import json
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import grpclib.exceptions
 from grpclib.client import Channel
@@ -201,9 +201,12 @@ class RunnerClient:
 
 @contextlib.asynccontextmanager
 async def open_runner(
-    address: str | None, *, transport_budget_s: float = 30.0
+    address: str | None,
+    *,
+    transport_budget_s: float = 30.0,
+    isolation: Literal["process", "thread"] = "process",
 ) -> AsyncGenerator[RunnerClient]:
-    """A client of the runner at ``address``, or of an embedded runner started for the duration."""
+    """A client of the runner at ``address``, or of an embedded runner (run with ``isolation``) started for the duration."""
     if address is not None:
         host, port = parse_address(address)
         client = RunnerClient(host, port, transport_budget_s=transport_budget_s)
@@ -214,7 +217,7 @@ async def open_runner(
         return
     from tolokaforge.runner import RunnerSettings, start_runner
 
-    handle = await start_runner(RunnerSettings())
+    handle = await start_runner(RunnerSettings(isolation=isolation))
     client = RunnerClient(handle.host, handle.port, transport_budget_s=transport_budget_s)
     try:
         yield client

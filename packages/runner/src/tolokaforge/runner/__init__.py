@@ -4,14 +4,36 @@ Start one in this process with :func:`start_runner` (embedded mode, ephemeral lo
 service with the ``tolokaforge-runner`` command. :class:`ChildProcess` is the runner's supervised child
 process (its own process group, drained pipes, the whole tree killed on stop), public for the pytest
 plugin's provider checks.
+
+These names are imported on first use, not here: a tool worker imports ``tolokaforge.runner.workers``
+and must not pay for (or expose) the gRPC stack.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-from .grpc_edge import EdgeLimits
-from .server import RunnerHandle, RunnerSettings, start_runner
-from .tools.child_process import ChildProcess
+if TYPE_CHECKING:
+    from .grpc_edge import EdgeLimits
+    from .server import RunnerHandle, RunnerSettings, start_runner
+    from .tools.child_process import ChildProcess
 
 __all__ = ["ChildProcess", "EdgeLimits", "RunnerHandle", "RunnerSettings", "__version__", "start_runner"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("RunnerHandle", "RunnerSettings", "start_runner"):
+        from . import server
+
+        return getattr(server, name)
+    if name == "EdgeLimits":
+        from .grpc_edge import EdgeLimits
+
+        return EdgeLimits
+    if name == "ChildProcess":
+        from .tools.child_process import ChildProcess
+
+        return ChildProcess
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,6 +2,7 @@
 
     tolokaforge-runner --port 50051                       (trial state in this process)
     tolokaforge-runner --port 50051 --db-url http://127.0.0.1:8765
+    tolokaforge-runner --isolation thread                 (trusted mode: python tools in this process)
 
 Every option is also a ``TOLOKAFORGE_RUNNER_<OPTION>`` variable (``tolokaforge.core.settings``: flags
 win). A bad setting or an address that cannot be bound is one line on stderr and exit status 2. The
@@ -65,6 +66,11 @@ class RunnerOptions(BaseModel):
         gt=0,
         description="concurrent calls one connection may have open",
     )
+    isolation: Literal["process", "thread"] = Field(
+        "process",
+        description="process: python tools in supervised worker processes (docs/isolation.md); "
+        "thread: trusted mode, in this process, only for code you trust",
+    )
 
     @model_validator(mode="after")
     def _store_matches_db_url(self) -> RunnerOptions:
@@ -109,12 +115,13 @@ def _run(argv: Sequence[str] | None) -> int:
         db_url=options.db_url,
         default_tool_timeout_s=options.tool_timeout,
         lease_seconds=options.lease,
-        limits=EdgeLimits(
+        edge=EdgeLimits(
             max_message_bytes=options.max_message_bytes,
             idle_timeout_s=options.idle_timeout,
             receive_timeout_s=options.receive_timeout,
             max_concurrent_streams=options.max_streams,
         ),
+        isolation=options.isolation,
     )
     try:
         asyncio.run(_serve(settings))

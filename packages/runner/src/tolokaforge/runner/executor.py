@@ -1,9 +1,10 @@
 """Run one tool call: validate, budget, execute off the event loop, commit, classify, record.
 
-A python tool runs on a worker thread against a copy-on-write view of the trial's tables. Its changes
-are committed only when it finishes inside its budget; a call that times out is abandoned (Python
-cannot stop a thread) and whatever it does later lands on a view nobody reads, so the trial's state
-never sees it. A remote tool (MCP server, tool provider) runs in its source's child process under the
+A python tool runs in the trial's worker process (isolated.py, the default) or, in trusted
+mode, on one of the runner's threads (trusted.py); either way its changes are committed only
+when it finishes inside its budget, as one atomic batch. Every call is banded: the budget is the
+request's, else the tool's declared one, else the trial default, never more than
+:data:`MAX_BUDGET_S` (non-finite values included). A remote tool (MCP server, tool provider) runs in its source's child process under the
 kernel's reactions (reactions.py); after a call to a source that writes the store, the mirror is
 reloaded when the store's version moved. Every outcome is one of the ExecutionStatus values with a
 classified ToolError, and the record says how many attempts it took.
@@ -11,14 +12,14 @@ classified ToolError, and the record says how many attempts it took.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
+import math
 import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, cast
+from pathlib import Path
+from typing import Any, Literal, cast
 
 from jsonschema.exceptions import ValidationError
 
@@ -28,13 +29,21 @@ from tolokaforge.core.transcript.recorded import RecordedToolCall
 from tolokaforge.db import DBServiceError, StoreUnreachableError
 
 from .errors import ToolFailure
+from .isolated import IsolatedRunner
+from .process.sandbox import Limits
 from .reactions import KeyedLocks, run_remote
-from .state.cow import TableShapeError
 from .tools import Tool
+from .tools.python_tools import WorkerTool
 from .tools.remote import CallInfo, RemoteTool
 from .trial import TrialContext
+from .trusted import ThreadRunner
 
-__all__ = ["CallOutcome", "ToolExecutor"]
+__all__ = ["MAX_BUDGET_S", "CallOutcome", "Isolation", "ToolExecutor"]
+
+Isolation = Literal["process", "thread"]
+
+MAX_BUDGET_S = 600.0
+"""The ceiling of every call's budget: larger, non-finite or NaN budgets are clamped to it."""
 
 _RECORDED_STATUS = {
     ExecutionStatus.SUCCESS: "success",
@@ -62,15 +71,44 @@ class CallOutcome:
 
 
 class ToolExecutor:
-    """Executes calls for every trial of one runner on a shared pool of worker threads."""
+    """Executes calls for every trial of one runner: python tools in workers (or threads), remote tools in their sources."""
 
-    def __init__(self, max_workers: int = 64) -> None:
-        # Sized well above the core count: threads mostly wait (I/O, sleeps, abandoned calls).
-        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="tolokaforge-tool")
+    def __init__(
+        self,
+        max_workers: int = 64,
+        *,
+        isolation: Isolation = "process",
+        limits: Limits | None = None,
+        log_dir: Path | None = None,
+    ) -> None:
+        self.isolation: Isolation = isolation
+        self.isolated = IsolatedRunner(limits or Limits(), log_dir or Path("logs"))
+        # Sized well above the core count: threads mostly wait (I/O, sleeps). Only trusted mode uses them.
+        self.threads = ThreadRunner(max_workers) if isolation == "thread" else None
         self._conflict_locks = KeyedLocks()
 
     def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self.threads is not None:
+            self.threads.shutdown()
+
+    async def prepare(self, trial: TrialContext) -> None:
+        """Ready a newly registered trial's python tools (isolated mode: start its worker)."""
+        await self.isolated.prepare(trial)
+
+    async def release(self, trial: TrialContext) -> None:
+        """Stop whatever runs a trial's python tools (CleanupTrial, runner shutdown)."""
+        await self.isolated.release(trial)
+
+    async def health(self) -> tuple[bool, list[str]]:
+        """(healthy, what holds): the isolation mode and, for workers, each limit as the kernel granted it."""
+        if self.threads is not None:
+            abandoned = self.threads.pool.abandoned
+            adapters = ["isolation:thread"] + ([f"abandoned_tool_threads:{abandoned}"] if abandoned else [])
+            return abandoned == 0, adapters
+        report = await self.isolated.report()
+        return True, ["isolation:process"] + [
+            f"limit:{name}={value}" for name, value in sorted(report.items())
+        ]
 
     async def call(
         self,
@@ -119,13 +157,27 @@ class ToolExecutor:
             if isinstance(tool, RemoteTool):
                 outcome = await self._run_remote(trial, tool, arguments, call_id, budget, started)
             else:
-                output, changes = await self._run(trial, tool, arguments, budget)
+                if isinstance(tool, WorkerTool):
+                    run = self.isolated.run(trial, tool, arguments, budget, self._commit)
+                else:
+                    assert self.threads is not None, "an in-process tool outside trusted mode"
+                    run = self.threads.run(trial, tool, arguments, budget, self._commit)
+                output, changes = await run
+                output = _utf8(output)
                 mutations = sum(len(change["operations"]) for change in changes)
                 outcome = CallOutcome(
                     ExecutionStatus.SUCCESS, output, None, time.perf_counter() - started, mutations
                 )
         except ToolFailure as failure:
-            outcome = CallOutcome(failure.status, "", failure, time.perf_counter() - started, 0)
+            code = failure.details.get("exit_code")  # a worker that died: its exit code or -signal
+            outcome = CallOutcome(
+                failure.status,
+                "",
+                failure,
+                time.perf_counter() - started,
+                0,
+                exit_code=code if isinstance(code, int) else None,
+            )
         if record:
             trial.history.append(
                 RecordedToolCall(
@@ -271,45 +323,17 @@ class ToolExecutor:
     @staticmethod
     def _budget(trial: TrialContext, tool: Tool, requested: float) -> float:
         if requested > 0:
-            return requested
+            return clamp_budget(requested)
         if tool.description.timeout_s:
-            return tool.description.timeout_s
-        return trial.default_timeout_s
+            return clamp_budget(tool.description.timeout_s)
+        return clamp_budget(trial.default_timeout_s)
 
-    async def _run(
-        self, trial: TrialContext, tool: Tool, arguments: Mapping[str, Any], budget: float
-    ) -> tuple[str, list[dict[str, Any]]]:
-        """Run a python tool against the trial's views and commit its changes; return (output, changes)."""
-        data = trial.mirror.open_call()
 
-        def work() -> tuple[str, list[dict[str, Any]]]:
-            output = _utf8(tool.invoke(data, arguments))
-            return output, data.changes()
-
-        job = self._pool.submit(work)
-        try:
-            output, changes = await asyncio.wait_for(asyncio.wrap_future(job), timeout=budget)
-            await self._commit(trial, changes)
-            return output, changes
-        except TimeoutError as error:
-            raise ToolFailure(
-                ExecutionStatus.TIMEOUT,
-                ToolErrorCategory.TIMEOUT,
-                f"tool {tool.description.name!r} exceeded its budget of {budget:g}s; its changes were discarded",
-                retryable=True,
-                details={"budget_seconds": budget},
-            ) from error
-        except TableShapeError as error:
-            raise ToolFailure(
-                ExecutionStatus.ERROR, ToolErrorCategory.EXECUTION_FAILED, str(error)
-            ) from error
-        except ToolFailure:
-            raise
-        except Exception as error:
-            raise _classify_tool_exception(tool, error) from error
-        finally:
-            # A thread that has not returned (timed out, or the RPC was cancelled) keeps its views.
-            trial.mirror.close_call(data, finished=job.done())
+def clamp_budget(seconds: float) -> float:
+    """``seconds`` within (0, MAX_BUDGET_S]; inf, NaN and absurd values become the ceiling."""
+    if math.isnan(seconds) or seconds <= 0 or seconds > MAX_BUDGET_S:
+        return MAX_BUDGET_S
+    return seconds
 
 
 async def _refresh(trial: TrialContext) -> None:
@@ -344,23 +368,6 @@ def _utf8(output: str) -> str:
             details={"position": error.start},
         ) from error
     return output
-
-
-def _classify_tool_exception(tool: Tool, error: Exception) -> ToolFailure:
-    message = f"{type(error).__name__}: {error}"
-    if isinstance(error, FileNotFoundError):
-        category = ToolErrorCategory.NOT_FOUND
-    elif isinstance(error, PermissionError):
-        category = ToolErrorCategory.PERMISSION_DENIED
-    else:
-        # A tool raising is the tool failing on its own terms: ordinary tool-result content.
-        category = ToolErrorCategory.EXECUTION_FAILED
-    return ToolFailure(
-        ExecutionStatus.ERROR,
-        category,
-        message,
-        details={"exception": type(error).__name__, "tool": tool.description.name},
-    )
 
 
 def _category_name(failure: ToolFailure | None) -> str | None:

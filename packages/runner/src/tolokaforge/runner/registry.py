@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -46,11 +47,14 @@ from .errors import (
     VersionSkewError,
 )
 from .executor import ToolExecutor
+from .isolated import worker_code
 from .state.mirror import TrialMirror
 from .tools import ToolRegistry, load_python_tool
+from .tools.python_tools import WorkerTool, worker_tool
 from .tools.remote import ToolSourceSession
 from .tools.servers import ServerPlaces, start_tool_servers
 from .trial import TrialContext
+from .workers.worker import WorkerCode
 
 __all__ = ["INITIALIZED_SNAPSHOT", "TrialRegistry"]
 
@@ -132,10 +136,13 @@ class TrialRegistry:
             raise DuplicateTrialError(f"Trial '{trial_id}' is already registered; CleanupTrial it first")
         self._pending.add(trial_id)
         mirror: TrialMirror | None = None
+        trial: TrialContext | None = None
         sources: list[ToolSourceSession] = []
         workspace = self._workspace(trial_id)
         try:
-            agent_tools, user_tools, code_root = await asyncio.to_thread(self._build_registries, spec.task)
+            agent_tools, user_tools, code_root, code = await asyncio.to_thread(
+                self._build_registries, spec.task
+            )
             mirror = await self._create_state(spec)
             # Servers start after the state exists: an MCP server may read its tables while starting.
             sources = await self._start_servers(
@@ -152,13 +159,17 @@ class TrialRegistry:
                 code_root=code_root,
                 workspace=workspace,
                 sources=sources,
+                worker_code=code,
             )
+            await self.executor.prepare(trial)
             if spec.task.initial_state.initialization_actions:
                 await self.run_initialization_actions(trial)
                 # Golden replay starts from the initialised state, not from the raw tables.
                 await self.client.create_snapshot(trial_id, INITIALIZED_SNAPSHOT)
                 trial.has_initialized_snapshot = True
         except BaseException:
+            if trial is not None:
+                await self.executor.release(trial)
             await _stop_sources(sources)
             if mirror is not None:
                 await self._forget_state(trial_id)
@@ -205,6 +216,7 @@ class TrialRegistry:
         if trial is not None:
             async with trial.lock:  # let a call in flight finish before its state disappears
                 try:
+                    await self.executor.release(trial)
                     await _stop_sources(trial.sources)
                 finally:
                     if trial.workspace is not None:
@@ -222,6 +234,7 @@ class TrialRegistry:
         trials = list(self._trials.items())
         self._trials.clear()
         for trial_id, trial in trials:
+            await self.executor.release(trial)
             await _stop_sources(trial.sources)
             if trial.workspace is not None:
                 shutil.rmtree(trial.workspace, ignore_errors=True)
@@ -250,15 +263,25 @@ class TrialRegistry:
                     f"initialization_actions[{index}] ({action.tool_name}) failed: {reason}"
                 )
 
-    def _build_registries(self, task: TaskDescription) -> tuple[ToolRegistry, ToolRegistry, Path | None]:
+    def _build_registries(
+        self, task: TaskDescription
+    ) -> tuple[ToolRegistry, ToolRegistry, Path | None, WorkerCode | None]:
         agent, user = ToolRegistry("agent"), ToolRegistry("user")
         if task.tool_code is None:
-            return agent, user, None
+            return agent, user, None, None
         bundle = load_code(task.tool_code, self.work_dir)
+        isolated: list[WorkerTool] = []
         for registry, descriptions in ((agent, task.agent_tools), (user, task.user_tools)):
             for description in descriptions:
-                registry.add(load_python_tool(description, bundle))
-        return agent, user, bundle.root
+                if self.executor.isolation == "thread":
+                    registry.add(load_python_tool(description, bundle))
+                else:
+                    # The runner never imports pack code: the trial's worker does, at prepare().
+                    tool = worker_tool(description)
+                    registry.add(tool)
+                    isolated.append(tool)
+        code = worker_code(bundle.root, bundle.package, isolated) if isolated else None
+        return agent, user, bundle.root, code
 
     def _workspace(self, trial_id: str) -> Path:
         # Named by a digest of the id: ids differing only in characters a directory name cannot hold
@@ -285,6 +308,7 @@ class TrialRegistry:
             code_root=code_root,
             log_dir=self.work_dir / "logs",
             db_url=self._require_db_url,
+            limits=dataclasses.replace(self.executor.isolated.limits, network=True),
         )
         return await start_tool_servers(task.tool_servers, places, {"agent": agent, "user": user})
 

@@ -15,8 +15,10 @@ from grpclib.server import Server
 
 from tolokaforge.db import StateClient
 
-from .executor import ToolExecutor
+from .executor import Isolation, ToolExecutor
 from .grpc_edge import EdgeLimits, GuardedServer
+from .process.sandbox import Limits
+from .process.supervisor import kill_all_supervised
 from .registry import TrialRegistry
 from .service import RunnerServicer
 from .state_endpoint import StateEndpoint
@@ -34,9 +36,14 @@ class RunnerSettings:
     default_tool_timeout_s: float = 30.0
     max_tool_threads: int = 64
     work_dir: Path | None = None
+    isolation: Isolation = "process"
+    """``process``: python tools run in supervised worker processes (the default); ``thread``: trusted
+    mode, in this process (for people running their own code)."""
+    limits: Limits = field(default_factory=Limits)
+    """The confinement of tool workers, tool servers and custom checks (see docs/isolation.md)."""
     lease_seconds: float = 30.0
     """How long the store keeps this runner's trials its own without a renewal (docs/faults.md)."""
-    limits: EdgeLimits = field(default_factory=EdgeLimits)
+    edge: EdgeLimits = field(default_factory=EdgeLimits)
     """Message size, receive and idle timeouts, streams per connection (grpc_edge.py)."""
 
 
@@ -64,6 +71,7 @@ class RunnerHandle:
         await self.servicer.registry.close()
         await self._endpoint.aclose()
         self._executor.shutdown()
+        kill_all_supervised()  # belt and braces: no child of this runner outlives it
         await self._client.aclose()
         if self._tmp is not None:
             self._tmp.cleanup()
@@ -94,7 +102,12 @@ async def start_runner(settings: RunnerSettings | None = None) -> RunnerHandle:
     if work_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="tolokaforge-runner-")
         work_dir = Path(tmp.name)
-    executor = ToolExecutor(max_workers=settings.max_tool_threads)
+    executor = ToolExecutor(
+        max_workers=settings.max_tool_threads,
+        isolation=settings.isolation,
+        limits=settings.limits,
+        log_dir=work_dir / "logs",
+    )
     endpoint = StateEndpoint(client, settings.db_url)
     registry = TrialRegistry(
         client,
@@ -105,8 +118,8 @@ async def start_runner(settings: RunnerSettings | None = None) -> RunnerHandle:
         lease_seconds=settings.lease_seconds,
     )
     registry.start_lease_renewal()
-    servicer = RunnerServicer(registry, executor, store_name=store_name, limits=settings.limits)
-    server = GuardedServer([servicer], settings.limits)
+    servicer = RunnerServicer(registry, executor, store_name=store_name, limits=settings.edge)
+    server = GuardedServer([servicer], settings.edge)
     # Bind first so an ephemeral port is known before serving (grpclib does not report it back).
     # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on sockets that say they are TCP, and
     # without it every unary call waits ~40 ms for a delayed ACK.

@@ -220,12 +220,13 @@ class RunnerServicer(RunnerServiceBase):
         except Exception as error:  # any failure to reach the store is "not connected", never a crash
             log.warning("state store health check failed: %s", error)
             connected = False
+        tools_healthy, isolation = await self.executor.health()
         return HealthCheckResponse(
-            status="healthy" if connected else "degraded",
+            status="healthy" if connected and tools_healthy else "degraded",
             version=__version__,
             num_active_trials=len(self.registry),
             db_service_connected=connected,
-            available_adapters=["tau_sync", "mcp", "provider"],
+            available_adapters=["tau_sync", "mcp", "provider", *isolation],
         )
 
 

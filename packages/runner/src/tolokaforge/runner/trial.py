@@ -13,6 +13,8 @@ from .reactions import CircuitBreaker
 from .state.mirror import TrialMirror
 from .tools import ToolRegistry
 from .tools.remote import ToolSourceSession
+from .workers.slots import TrialWorkers
+from .workers.worker import WorkerCode
 
 __all__ = ["TrialContext"]
 
@@ -37,6 +39,10 @@ class TrialContext:
     """Out-of-process tool sources (MCP servers, providers) whose processes this trial owns."""
     breakers: dict[str, CircuitBreaker] = field(default_factory=lambda: {})
     """One circuit breaker per source, by identity: crashes that recur open it."""
+    worker_code: WorkerCode | None = None
+    """What the trial's tool workers import (isolated mode); None when it has no python tools."""
+    workers: TrialWorkers | None = None
+    """The trial's tool worker processes (isolated mode), started by the executor."""
 
     @property
     def trial_id(self) -> str:

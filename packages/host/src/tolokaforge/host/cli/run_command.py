@@ -76,6 +76,13 @@ class LLMOptions:
     metavar="HOST:PORT",
     help="A running tolokaforge-runner [default: start one in this process].",
 )
+@option(
+    "--isolation",
+    type=click.Choice(["process", "thread"]),
+    default="process",
+    help="How the embedded runner runs python tools: in supervised worker processes, or (trusted mode, "
+    "only for code you trust) on its own threads.",
+)
 @option("--resume", is_flag=True, help="Continue the run in --output (refused if it is not the same run).")
 @option("--task", "task_ids", multiple=True, metavar="ID", help="Run only this task (repeatable).")
 @option(
@@ -157,6 +164,7 @@ def run_command(ctx: click.Context, **params: Any) -> int:
         trials=params["trials"],
         concurrency=params["concurrency"],
         runner=params["runner_address"],
+        isolation=params["isolation"],
         resume=params["resume"],
         task_ids=params["task_ids"],
         max_attempts=params["max_attempts"],

@@ -2,8 +2,10 @@
 
 The checks file (``custom_checks.file``, relative to the task's code root) defines functions named
 ``check_<name>(state, transcript)`` returning ``{"status": "passed"|"failed"|"skipped", "score": float,
-"message": str}`` (``details`` optional). They run in a fresh interpreter so that a check cannot touch
-the runner, hang it, or crash it; each check's exception becomes an ``error`` row.
+"message": str}`` (``details`` optional). They run in a fresh interpreter -- a supervised child in
+its own session, under the runner's limits, with a scrubbed environment and no network -- so that a
+check cannot touch the runner, hang it, or crash it, and whatever it starts dies with it; each check's
+exception becomes an ``error`` row.
 
 Score: the mean score of the checks that reached a verdict (passed / failed). No verdict at all, or a
 suite that failed to run, leaves the component unscored -- unless ``fail_on_error`` is set, which turns
@@ -22,6 +24,8 @@ from typing import Any
 from tolokaforge.contracts.runner import CustomCheckResult
 from tolokaforge.core.models import CustomChecksConfig
 
+from ..process.sandbox import Limits, scrubbed_env
+from ..process.supervisor import Supervised, launcher_argv
 from .component import ComponentResult
 
 __all__ = ["run_custom_checks"]
@@ -53,9 +57,11 @@ async def run_custom_checks(
     code_root: Path | None,
     state: dict[str, Any],
     transcript: list[dict[str, Any]],
+    *,
+    limits: Limits | None = None,
 ) -> ComponentResult:
     try:
-        rows = await _run_suite(config, code_root, state, transcript)
+        rows = await _run_suite(config, code_root, state, transcript, limits or Limits())
     except _SuiteError as error:
         score = 0.0 if config.fail_on_error else None
         return ComponentResult("custom_checks", score, f"Custom checks: the suite failed to run — {error}")
@@ -90,29 +96,30 @@ async def _run_suite(
     code_root: Path | None,
     state: dict[str, Any],
     transcript: list[dict[str, Any]],
+    limits: Limits,
 ) -> list[dict[str, Any]]:
     if code_root is None:
         raise _SuiteError(f"{config.file!r}: the task ships no code (tool_code) to find it in")
     path = (code_root / config.file).resolve()
     if not path.is_relative_to(code_root.resolve()) or not path.is_file():
         raise _SuiteError(f"{config.file!r} is not a file inside the task's code")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-I",
-        "-c",
-        _HARNESS,
+    env = scrubbed_env({}, home=str(code_root))
+    child = await Supervised.spawn(
+        launcher_argv(limits, [sys.executable, "-I", "-c", _HARNESS], env),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        cwd=str(code_root),
+        cwd=code_root,
+        env=env,
     )
+    process = child.process
     payload = json.dumps({"file": str(path), "state": state, "transcript": transcript}, default=str).encode()
     try:
         stdout, stderr = await asyncio.wait_for(process.communicate(payload), timeout=config.timeout_seconds)
     except TimeoutError:
-        process.kill()
-        await process.wait()
         raise _SuiteError(f"timed out after {config.timeout_seconds:g}s") from None
+    finally:
+        await child.stop()  # the suite's group goes with it: nothing a check started survives
     if process.returncode != 0:
         last = stderr.decode(errors="replace").strip().splitlines()[-1:] or [
             f"exit status {process.returncode}"

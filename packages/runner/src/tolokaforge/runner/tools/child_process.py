@@ -1,7 +1,8 @@
 """A tool provider's child process: spawn, read the handshake, drain the pipes, kill the whole tree.
 
-The child runs in its own session (process group), so stopping it also stops whatever it started;
-descendants that moved to a session of their own are found with psutil before the kill. Its stdout
+The child is started by the runner's one supervisor (process/supervisor.py): its own session, under
+the runner's limits (it keeps the network: it speaks gRPC over loopback), killed as a group with
+every descendant, reaped. Its stdout
 and stderr are read for as long as it lives -- a provider that logs on every call must never block
 on a full pipe -- and the last few kilobytes of stderr are kept for the crash report.
 """
@@ -10,15 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
 from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import psutil
-
 from tolokaforge.core.providers import Handshake, HandshakeError, is_handshake_line, parse_handshake
+
+from ..process.sandbox import Limits
+from ..process.supervisor import Supervised, launcher_argv
 
 __all__ = ["ChildProcess"]
 
@@ -29,24 +29,27 @@ _STOP_GRACE_S = 1.0
 class ChildProcess:
     """A started child and the tasks that drain its output."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
+    def __init__(self, child: Supervised) -> None:
+        self.child = child
+        self.process = child.process
         self._stderr_tail: deque[bytes] = deque()
         self._stderr_size = 0
         self._drains: list[asyncio.Task[None]] = []
 
     @classmethod
-    async def spawn(cls, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> ChildProcess:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
+    async def spawn(
+        cls, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], limits: Limits | None = None
+    ) -> ChildProcess:
+        supervised = await Supervised.spawn(
+            launcher_argv(limits or Limits(network=True), argv, env),
             cwd=cwd,
-            env=dict(env),
+            env=env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
         )
-        child = cls(process)
+        child = cls(supervised)
+        process = supervised.process
         assert process.stderr is not None
         child._drains.append(asyncio.create_task(child._drain(process.stderr, keep=True)))
         return child
@@ -98,31 +101,9 @@ class ChildProcess:
 
     async def stop(self) -> None:
         """Stop the child and every descendant: SIGTERM to the group, then SIGKILL after a grace."""
-        descendants = _descendants(self.pid)
-        if not self.exited:
-            _signal_group(self.pid, signal.SIGTERM)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.process.wait(), _STOP_GRACE_S)
-        _signal_group(self.pid, signal.SIGKILL)
-        for proc in descendants:
-            with contextlib.suppress(psutil.Error):
-                proc.kill()
-        await self.process.wait()
+        await self.child.stop(_STOP_GRACE_S)
         for task in self._drains:
             task.cancel()
         for task in self._drains:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-
-
-def _descendants(pid: int) -> list[psutil.Process]:
-    try:
-        return psutil.Process(pid).children(recursive=True)
-    except psutil.Error:
-        return []
-
-
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    # The child leads its own session (start_new_session), so its pid is its group's id.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)

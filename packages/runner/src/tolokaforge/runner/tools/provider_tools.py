@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -41,6 +40,7 @@ from tolokaforge.core.models import ToolDescription, ToolSource
 from tolokaforge.core.providers import PROVIDER_PROTOCOL_VERSION, HandshakeError
 
 from ..errors import ToolFailure, ToolLoadError
+from ..process.sandbox import Limits, scrubbed_env
 from .child_process import ChildProcess
 from .remote import CallInfo, OperationKind, OperationSpec, Reply, ReplyError
 
@@ -68,11 +68,14 @@ class ProviderSource:
         cwd: Path,
         env: Mapping[str, str],
         config: Mapping[str, Any],
+        limits: Limits,
     ) -> None:
         self.name = name
         self._argv = list(argv)
         self._cwd = cwd
-        self._env = {**os.environ, **env}
+        # Only what the pack declares, never the runner's own environment (API keys live there).
+        self._env = scrubbed_env(dict(env), home=str(cwd))
+        self._limits = limits
         self._config_json = json.dumps(dict(config))
         self._child: ChildProcess | None = None
         self._channel: grpclib.client.Channel | None = None
@@ -163,7 +166,7 @@ class ProviderSource:
 
     async def _start(self) -> list[OperationSchema]:
         try:
-            child = await ChildProcess.spawn(self._argv, cwd=self._cwd, env=self._env)
+            child = await ChildProcess.spawn(self._argv, cwd=self._cwd, env=self._env, limits=self._limits)
         except OSError as error:
             raise ToolLoadError(f"provider {self.name!r}: cannot start {self._argv[0]!r}: {error}") from error
         self._child = child

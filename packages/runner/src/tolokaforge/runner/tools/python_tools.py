@@ -3,6 +3,10 @@
 The class is found in the task's code bundle (see code_loader.py). What the model is offered is the
 ToolDescription the host sent (its name and parameters), so a pack cannot offer one schema and
 validate against another.
+
+By default a tool is a :class:`WorkerTool`: the runner never imports its code; the trial's worker
+process does (workers/). In trusted mode (``--isolation thread``) it is a :class:`PythonTool`,
+imported here and invoked on one of the runner's threads.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from ..code_loader import CodeBundle
 from ..errors import ToolLoadError
 from .base import compile_parameters
 
-__all__ = ["PythonTool", "load_python_tool"]
+__all__ = ["PythonTool", "WorkerTool", "load_python_tool", "worker_tool"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,35 @@ class PythonTool:
             return result
         # Tau tools return text; a tool returning JSON-able data is shown as JSON rather than repr().
         return json.dumps(result, default=str)
+
+
+@dataclass(frozen=True)
+class WorkerTool:
+    """A python tool whose code only ever runs in the trial's worker process."""
+
+    description: ToolDescription
+    validator: Draft202012Validator
+    module_path: str
+    class_name: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.module_path}:{self.class_name}"
+
+    def invoke(self, data: dict[str, Any], arguments: Mapping[str, Any]) -> str:
+        # Registries hold every kind of tool; the executor sends this one to a worker. Reaching here
+        # is a runner bug, never a tool failure.
+        raise TypeError(f"{self.description.name!r} runs in a tool worker; call it through the executor")
+
+
+def worker_tool(description: ToolDescription) -> WorkerTool:
+    source = description.source
+    return WorkerTool(
+        description=description,
+        validator=compile_parameters(description),
+        module_path=source.module_path,
+        class_name=source.class_name,
+    )
 
 
 def load_python_tool(description: ToolDescription, bundle: CodeBundle) -> PythonTool:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tolokaforge.core.models import ToolServer
 
 from ..errors import ToolLoadError
+from ..process.sandbox import Limits, scrubbed_env
+from ..process.supervisor import launcher_argv
 from .base import ToolRegistry, compile_parameters
 from .mcp_tools import McpSource
 from .provider_tools import ProviderSource
@@ -33,6 +35,8 @@ class ServerPlaces:
     log_dir: Path
     db_url: Callable[[], Awaitable[str]]
     """The DB service's URL for MCP servers (started on first need in the embedded mode)."""
+    limits: Limits = field(default_factory=lambda: Limits(network=True))
+    """Servers keep the network: they speak to the runner (providers) or the DB service (MCP) over TCP."""
 
 
 async def start_tool_servers(
@@ -88,7 +92,9 @@ async def _make_source(server: ToolServer, places: ServerPlaces) -> ToolSourceSe
         argv = list(server.command)
     safe_id = places.trial_id.replace("/", "_").replace(":", "_")
     if server.protocol == "provider":
-        return ProviderSource(server.name, argv, cwd=cwd, env=server.env, config=server.config)
+        return ProviderSource(
+            server.name, argv, cwd=cwd, env=server.env, config=server.config, limits=places.limits
+        )
     env = {
         **server.env,
         "TOLOKAFORGE_DB_URL": await places.db_url(),
@@ -96,4 +102,11 @@ async def _make_source(server: ToolServer, places: ServerPlaces) -> ToolSourceSe
     }
     places.log_dir.mkdir(parents=True, exist_ok=True)
     log_path = places.log_dir / f"{safe_id}.{server.name}.log"
-    return McpSource(server.name, argv, cwd=cwd, env=env, log_path=log_path)
+    scrubbed = scrubbed_env(env, home=str(places.workspace))
+    try:
+        launched = launcher_argv(places.limits, argv, scrubbed)
+    except FileNotFoundError as error:
+        raise ToolLoadError(
+            f"tool server {server.name!r}: cannot start {argv[0]!r}: {error.strerror}"
+        ) from error
+    return McpSource(server.name, launched, cwd=cwd, env=scrubbed, log_path=log_path)

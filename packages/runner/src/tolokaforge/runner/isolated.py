@@ -1,0 +1,188 @@
+"""Isolated mode (the default): a python tool call runs in the trial's worker process.
+
+The worker answers with the call's output and changes; the runner commits them (one atomic batch,
+as in trusted mode) and only then counts the worker in step. A call past its budget kills the worker
+(TIMEOUT); a worker that dies mid-call is ``process_crashed`` (synthesized here, never by the tool);
+either way nothing of the call is committed and the next call gets a fresh worker built from the
+mirror, which is in step with the store.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from tolokaforge.contracts.runner import ExecutionStatus
+from tolokaforge.contracts.tool import ToolErrorCategory
+
+from .errors import ToolFailure, ToolLoadError
+from .process.sandbox import Limits
+from .process.supervisor import probe_limits
+from .tools.python_tools import WorkerTool
+from .trial import TrialContext
+from .workers.slots import TrialWorkers
+from .workers.worker import ToolWorker, WorkerCode, WorkerCrashed, WorkerError, WorkerTimeout
+
+__all__ = ["IsolatedRunner"]
+
+Commit = Callable[[TrialContext, list[dict[str, Any]]], Awaitable[None]]
+
+_CATEGORIES = {
+    "execution_failed": ToolErrorCategory.EXECUTION_FAILED,
+    "not_found": ToolErrorCategory.NOT_FOUND,
+    "permission_denied": ToolErrorCategory.PERMISSION_DENIED,
+}
+
+
+class IsolatedRunner:
+    def __init__(self, limits: Limits, log_dir: Path) -> None:
+        self.limits = limits
+        self.log_dir = log_dir
+        self.last_report: dict[str, str] = {}
+        """What held in the last worker started (sandbox.apply's report)."""
+
+    async def prepare(self, trial: TrialContext) -> None:
+        """Start the trial's first worker, which imports its tools: a tool that cannot load fails registration."""
+        code = trial.worker_code
+        if code is None or not code.tools:
+            return
+        trial.workers = TrialWorkers(lambda tables, version: self._launch(trial, tables, version))
+        try:
+            worker = await self._worker(trial)
+        except ToolFailure as failure:
+            raise ToolLoadError(failure.message) from failure
+        if worker.problems:
+            names = {tool.key: tool.description.name for tool in _worker_tools(trial)}
+            raise ToolLoadError(
+                "; ".join(
+                    f"tool {names.get(key, key)!r}: {why}" for key, why in sorted(worker.problems.items())
+                )
+            )
+
+    async def report(self) -> dict[str, str]:
+        """What holds for a worker on this machine: the last worker's report, or a probe's."""
+        if not self.last_report:
+            self.last_report = await probe_limits(self.limits)
+        return self.last_report
+
+    async def release(self, trial: TrialContext) -> None:
+        if trial.workers is not None:
+            await trial.workers.close()
+
+    async def run(
+        self,
+        trial: TrialContext,
+        tool: WorkerTool,
+        arguments: Mapping[str, Any],
+        budget: float,
+        commit: Commit,
+    ) -> tuple[str, list[dict[str, Any]]]:
+        worker = await self._worker(trial)
+        name = tool.description.name
+        try:
+            reply = await worker.call(tool.key, arguments, budget)
+        except WorkerTimeout as error:
+            raise ToolFailure(
+                ExecutionStatus.TIMEOUT,
+                ToolErrorCategory.TIMEOUT,
+                f"tool {name!r} exceeded its budget of {budget:g}s; its worker was killed and its changes discarded",
+                retryable=True,
+                details={"budget_seconds": budget},
+            ) from error
+        except WorkerCrashed as error:
+            raise ToolFailure(
+                ExecutionStatus.ERROR,
+                ToolErrorCategory.PROCESS_CRASHED,
+                f"tool {name!r}: {error}; its changes were discarded",
+                details={"tool": name, "exit_code": error.exit_code},
+            ) from error
+        if not reply["ok"]:
+            raise ToolFailure(
+                ExecutionStatus.ERROR,
+                _CATEGORIES.get(str(reply.get("category")), ToolErrorCategory.EXECUTION_FAILED),
+                str(reply.get("message", "")),
+                details={"exception": str(reply.get("exception", "")), "tool": name},
+            )
+        output, changes = reply.get("output"), reply.get("changes")
+        if not isinstance(output, str) or not _is_changes(changes):
+            assert trial.workers is not None
+            await trial.workers.discard(worker)
+            raise ToolFailure(
+                ExecutionStatus.ERROR,
+                ToolErrorCategory.PROCESS_CRASHED,
+                f"tool {name!r}: its worker answered with a malformed reply; the worker was killed",
+                details={"tool": name},
+            )
+        typed = cast(list[dict[str, Any]], changes)
+        try:
+            await commit(trial, typed)
+        except (KeyError, IndexError, TypeError, ValueError) as error:
+            # Changes the store took but the mirror cannot apply: the store is the truth, so reload.
+            await trial.mirror.reload()
+            assert trial.workers is not None
+            await trial.workers.discard(worker)
+            raise ToolFailure(
+                ExecutionStatus.ERROR,
+                ToolErrorCategory.PROCESS_CRASHED,
+                f"tool {name!r}: its worker sent changes the runner cannot apply ({type(error).__name__}: {error})",
+                details={"tool": name},
+            ) from error
+        except BaseException:
+            assert trial.workers is not None
+            await trial.workers.discard(worker)  # it applied changes the store did not take
+            raise
+        worker.version = trial.mirror.version
+        return output, typed
+
+    async def _worker(self, trial: TrialContext) -> ToolWorker:
+        assert trial.workers is not None, "prepare() starts a trial's workers"
+        try:
+            return await trial.workers.for_state(trial.mirror.tables, trial.mirror.version)
+        except WorkerError as error:
+            raise ToolFailure(
+                ExecutionStatus.ERROR,
+                ToolErrorCategory.PROCESS_CRASHED,
+                f"the trial's tool worker could not be started: {error}",
+            ) from error
+
+    async def _launch(self, trial: TrialContext, tables: dict[str, Any], version: int) -> ToolWorker:
+        assert trial.worker_code is not None and trial.workspace is not None
+        safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", trial.trial_id)
+        worker = await ToolWorker.start(
+            trial.worker_code,
+            tables,
+            version,
+            workspace=trial.workspace,
+            log_path=self.log_dir / f"{safe_id}.worker.log",
+            limits=self.limits,
+            env={},
+        )
+        self.last_report = worker.limits
+        return worker
+
+
+def worker_code(root: Path, package: str, tools: list[WorkerTool]) -> WorkerCode:
+    return WorkerCode(root, package, {tool.key: (tool.module_path, tool.class_name) for tool in tools})
+
+
+def _worker_tools(trial: TrialContext) -> list[WorkerTool]:
+    return [
+        tool
+        for registry in (trial.agent_tools, trial.user_tools)
+        for tool in registry
+        if isinstance(tool, WorkerTool)
+    ]
+
+
+def _is_changes(value: Any) -> bool:
+    if not isinstance(value, list):
+        return False
+    for change in cast(list[Any], value):
+        if not isinstance(change, dict):
+            return False
+        typed = cast(dict[str, Any], change)
+        if not isinstance(typed.get("table_name"), str) or not isinstance(typed.get("operations"), list):
+            return False
+    return True

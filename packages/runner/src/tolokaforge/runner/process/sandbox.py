@@ -1,0 +1,147 @@
+"""Confine the current process before it runs pack code: resource limits and a private network.
+
+Standard library only, because it runs first thing in a tool worker (before any pack import) and as
+the launcher of every other child the runner starts::
+
+    python -I sandbox.py '<limits as JSON>' -- ARGV...
+
+applies the limits to itself and then execs ARGV, so a tool server or a custom check inherits them.
+:func:`apply` returns what actually holds on this machine, by name, so the runner can report it
+(HealthCheck ``available_adapters``): a limit the kernel refuses is reported, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import sys
+from dataclasses import asdict, dataclass
+
+__all__ = ["LIMIT_NAMES", "Limits", "apply", "scrubbed_env"]
+
+_CLONE_NEWNET = 0x40000000
+_CLONE_NEWUSER = 0x10000000
+_PR_SET_PDEATHSIG = 1
+
+LIMIT_NAMES = ("address_space", "cpu_time", "open_files", "processes", "file_size", "network")
+
+# Names a child sees in its environment besides what the pack declares: enough to run a program
+# (the runner's own interpreter directory first, so the tools installed beside it are found).
+_BASE_ENV = {
+    "PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The confinement of one child. Every field is on by default; ``network=True`` lets it keep the network."""
+
+    address_space_bytes: int = 4 << 30
+    cpu_seconds: int = 3600
+    """CPU time over the process's whole life (the per-call wall-clock budget is the tight band)."""
+    open_files: int = 256
+    processes: int = 512
+    """RLIMIT_NPROC counts every process of the user, and the kernel does not apply it to root."""
+    file_size_bytes: int = 1 << 30
+    network: bool = False
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Limits:
+        return cls(**json.loads(text))
+
+
+def scrubbed_env(declared: dict[str, str], *, home: str) -> dict[str, str]:
+    """A child's whole environment: a minimal base, ``HOME``/``TMPDIR`` in its workspace, and what the pack declares."""
+    return {**_BASE_ENV, "HOME": home, "TMPDIR": home, **declared}
+
+
+def apply(limits: Limits) -> dict[str, str]:
+    """Apply ``limits`` to this process; return, per limit name, what holds (or why it does not)."""
+    report: dict[str, str] = {}
+    for name, which, value in (
+        ("address_space", resource.RLIMIT_AS, limits.address_space_bytes),
+        ("cpu_time", resource.RLIMIT_CPU, limits.cpu_seconds),
+        ("open_files", resource.RLIMIT_NOFILE, limits.open_files),
+        ("processes", resource.RLIMIT_NPROC, limits.processes),
+        ("file_size", resource.RLIMIT_FSIZE, limits.file_size_bytes),
+    ):
+        report[name] = _set_limit(which, value)
+    if os.geteuid() == 0:
+        report["processes"] = "not enforced (the kernel exempts root from RLIMIT_NPROC)"
+    report["network"] = "allowed" if limits.network else _unshare_network()
+    _die_with_parent()
+    return report
+
+
+def _die_with_parent() -> None:
+    """Ask the kernel for SIGKILL when the runner dies, even by SIGKILL (Linux ``PR_SET_PDEATHSIG``)."""
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return  # not Linux: the runner's group kill and its shutdown remain
+    if os.getppid() != parent:  # the runner died before the request took effect
+        os._exit(1)
+
+
+def _set_limit(which: int, value: int) -> str:
+    soft, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    try:
+        resource.setrlimit(which, (value, value))
+    except (ValueError, OSError) as error:
+        return f"unavailable ({error}; stays {soft})"
+    return str(value)
+
+
+def _unshare_network() -> str:
+    """Move this process into a network namespace of its own: no interface but a down loopback."""
+    unshare = getattr(os, "unshare", None)  # Python >= 3.12
+    last = OSError(0, "no attempt")
+    for flags, what in (
+        (_CLONE_NEWNET, "namespace"),
+        (_CLONE_NEWUSER | _CLONE_NEWNET, "user+network namespace"),
+    ):
+        try:
+            if unshare is not None:
+                unshare(flags)
+            else:
+                libc = ctypes.CDLL(None, use_errno=True)
+                if libc.unshare(ctypes.c_int(flags)) != 0:
+                    errno = ctypes.get_errno()
+                    raise OSError(errno, os.strerror(errno))
+        except OSError as error:
+            last = error
+            continue
+        return what
+    return f"unavailable ({last.strerror}: no permission to create a network namespace)"
+
+
+def _launch(argv: list[str]) -> None:
+    if len(argv) == 2 and argv[0] == "--report":
+        # A probe: apply the limits to this process and print what holds.
+        sys.stdout.write(json.dumps(apply(Limits.from_json(argv[1]))) + "\n")
+        return
+    if len(argv) < 3 or argv[1] != "--":
+        sys.stderr.write("usage: sandbox.py LIMITS_JSON -- ARGV... | sandbox.py --report LIMITS_JSON\n")
+        raise SystemExit(2)
+    apply(Limits.from_json(argv[0]))
+    try:
+        os.execv(argv[2], argv[2:])
+    except OSError as error:
+        sys.stderr.write(f"sandbox: cannot run {argv[2]!r}: {error.strerror}\n")
+        raise SystemExit(127) from None
+
+
+if __name__ == "__main__":
+    _launch(sys.argv[1:])

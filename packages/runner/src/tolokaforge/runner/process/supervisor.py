@@ -1,0 +1,166 @@
+"""The one way the runner starts a child process: its own session, killed as a group, always reaped.
+
+Every child (tool worker, tool provider, custom-check suite; MCP servers through the same launcher)
+leads a session of its own, so killing its process group also kills whatever it started; descendants
+that moved to a session of their own are found with psutil before the kill. Live children are
+tracked, so runner shutdown -- and, as a last resort, interpreter exit -- leaves none behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import errno
+import json
+import os
+import shutil
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import psutil
+
+from . import sandbox
+from .sandbox import Limits
+
+__all__ = ["Supervised", "kill_all_supervised", "launcher_argv", "probe_limits"]
+
+_live: set[Supervised] = set()
+_atexit_registered = False
+
+Redirect = int | IO[Any] | None
+
+
+def launcher_argv(limits: Limits, argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """``argv`` run under ``limits``: the sandbox launcher applies them, then execs ``argv``.
+
+    The program is resolved here, on the child's ``PATH``, so a missing one is a FileNotFoundError
+    for the caller to report -- as if it had been started directly.
+    """
+    program = argv[0]
+    if os.sep not in program:
+        found = shutil.which(program, path=env.get("PATH", ""))
+        if found is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+        program = found
+    elif not os.access(program, os.X_OK):
+        raise FileNotFoundError(errno.ENOENT, "not an executable file", program)
+    return [sys.executable, "-I", sandbox.__file__, limits.to_json(), "--", program, *argv[1:]]
+
+
+async def probe_limits(limits: Limits) -> dict[str, str]:
+    """What ``limits`` come to on this machine, asked of a throwaway child (sandbox.py --report)."""
+    child = await Supervised.spawn(
+        [sys.executable, "-I", sandbox.__file__, "--report", limits.to_json()],
+        cwd=Path(sandbox.__file__).parent,
+        env=sandbox.scrubbed_env({}, home="/nonexistent"),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, _ = await asyncio.wait_for(child.process.communicate(), 30)
+        report: dict[str, str] = json.loads(out)
+        return report
+    except (TimeoutError, ValueError) as error:
+        return {"probe": f"failed ({type(error).__name__}: {error})"}
+    finally:
+        await child.stop()
+
+
+class Supervised:
+    """One supervised child (an ``asyncio.subprocess.Process`` in a session of its own)."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+
+    @classmethod
+    async def spawn(
+        cls,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        stdin: Redirect = asyncio.subprocess.DEVNULL,
+        stdout: Redirect = asyncio.subprocess.DEVNULL,
+        stderr: Redirect = asyncio.subprocess.DEVNULL,
+    ) -> Supervised:
+        global _atexit_registered
+        if not _atexit_registered:
+            atexit.register(kill_all_supervised)
+            _atexit_registered = True
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=dict(env),
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+        child = cls(process)
+        _live.add(child)
+        return child
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    @property
+    def exited(self) -> bool:
+        return self.process.returncode is not None
+
+    def kill(self) -> None:
+        """SIGKILL the child's group and every descendant that left it (synchronous, idempotent)."""
+        descendants = _descendants(self.pid) if not self.exited else []
+        _signal_group(self.pid, signal.SIGKILL)
+        for proc in descendants:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+
+    async def stop(self, grace_s: float = 0.0) -> int | None:
+        """SIGTERM the group, wait up to ``grace_s``, then :meth:`kill` and reap; the exit code."""
+        if grace_s > 0 and not self.exited:
+            descendants = _descendants(self.pid)
+            _signal_group(self.pid, signal.SIGTERM)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.process.wait(), grace_s)
+            for proc in descendants:
+                with contextlib.suppress(psutil.Error):
+                    proc.kill()
+        self.kill()
+        return await self.reap()
+
+    async def reap(self) -> int | None:
+        """Wait for the (killed or exiting) child; forget it."""
+        code = await self.process.wait()
+        # The group may outlive its leader (a grandchild that ignored SIGTERM): kill it for good.
+        _signal_group(self.pid, signal.SIGKILL)
+        _live.discard(self)
+        return code
+
+
+def kill_all_supervised() -> None:
+    """SIGKILL every live child's group (runner shutdown, interpreter exit)."""
+    for child in list(_live):
+        child.kill()
+        if child.exited:
+            _live.discard(child)
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    # The child leads its own session (start_new_session), so its pid is its group's id.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)

@@ -1,0 +1,136 @@
+"""A tool worker: the process that runs one trial's python tools (``python -I -m ...workers.child LIMITS``).
+
+It confines itself first (sandbox.apply: resource limits, a private network namespace), moves the
+protocol onto private descriptors (so a tool that prints cannot corrupt it: fd 1 becomes stderr, fd 0
+/dev/null), then reads the init frame -- the task's code, its tools, the trial's tables -- imports the
+tools and answers ``hello`` with what holds and what failed to load. Each ``call`` frame runs one
+tool on copy-on-write views of its tables, exactly as the trusted path does in the runner, and
+answers with the output and the changes; it applies them locally after answering (the runner
+commits them to the store, or discards this worker if it cannot). Anything the tool raises --
+``SystemExit``, ``KeyboardInterrupt`` and other ``BaseException`` included -- fails that call only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+import threading
+import traceback
+from typing import Any
+
+from tolokaforge.runner.process.sandbox import Limits, apply
+
+from .frames import encode_reply, read_request, write_frame
+
+
+def _private_pipes() -> tuple[int, int]:
+    request_fd, reply_fd = os.dup(0), os.dup(1)  # dup'ed descriptors are not inherited by exec
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    return request_fd, reply_fd
+
+
+def _import_tools(
+    root: str, package: str, tools: dict[str, tuple[str, str]]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
+    module = importlib.util.module_from_spec(spec)
+    module.__path__ = [root]
+    sys.modules[package] = module
+    loaded: dict[str, Any] = {}
+    problems: dict[str, str] = {}
+    for key, (module_path, class_name) in tools.items():
+        try:
+            target = getattr(importlib.import_module(f"{package}.{module_path}"), class_name, None)
+        except ModuleNotFoundError as error:
+            problems[key] = f"module {module_path!r} not found in the task's code at {root}: {error}"
+            continue
+        except BaseException as error:  # pack code raising at import time is the pack's defect
+            problems[key] = f"importing {module_path!r} from {root} raised {type(error).__name__}: {error}"
+            continue
+        if target is None:
+            problems[key] = f"{module_path} has no class {class_name!r}"
+        elif not callable(getattr(target, "invoke", None)):
+            problems[key] = f"{module_path}.{class_name} has no invoke()"
+        else:
+            loaded[key] = target
+    return loaded, problems
+
+
+def _failure(error: BaseException) -> dict[str, Any]:
+    if isinstance(error, FileNotFoundError):
+        category = "not_found"
+    elif isinstance(error, PermissionError):
+        category = "permission_denied"
+    else:
+        category = "execution_failed"
+    if isinstance(error, SystemExit):
+        message = f"SystemExit: the tool called sys.exit({error.code!r})"
+    else:
+        message = f"{type(error).__name__}: {error}"
+    return {"ok": False, "category": category, "exception": type(error).__name__, "message": message}
+
+
+def main() -> None:
+    limits_report = apply(Limits.from_json(sys.argv[1]))
+    from tolokaforge.runner.state.cow import CowTables, TableShapeError, TableView, apply_changes
+
+    request_fd, reply_fd = _private_pipes()
+    init = read_request(request_fd)
+    if init is None:
+        return
+    os.chdir(init["workspace"])
+    tables: dict[str, Any] = init["tables"]
+    views: dict[str, TableView] = {}
+    tools, problems = _import_tools(init["root"], init["package"], init["tools"])
+    write_frame(reply_fd, encode_reply({"ok": True, "limits": limits_report, "problems": problems}))
+    while True:
+        request = read_request(request_fd)
+        if request is None:
+            return
+        _, key, arguments = request
+        data = CowTables(tables, views)
+        changes: list[dict[str, Any]] | None = None
+        try:
+            result = tools[key].invoke(data, **arguments)
+            output = result if isinstance(result, str) else json.dumps(result, default=str)
+            changes = data.changes()
+            reply: dict[str, Any] = {"ok": True, "output": output, "changes": changes}
+        except TableShapeError as error:
+            reply = {
+                "ok": False,
+                "category": "execution_failed",
+                "exception": "TableShapeError",
+                "message": str(error),
+            }
+        except BaseException as error:  # whatever a tool raises fails its call only
+            reply = _failure(error)
+            traceback.print_exc()
+        try:
+            frame = encode_reply(reply)
+        except (TypeError, ValueError) as error:
+            changes = None
+            frame = encode_reply(
+                {
+                    "ok": False,
+                    "category": "execution_failed",
+                    "exception": type(error).__name__,
+                    "message": f"the call's output or changes cannot be encoded: {error}",
+                }
+            )
+        write_frame(reply_fd, frame)
+        if changes:
+            apply_changes(tables, changes)
+        data.settle()
+        if threading.active_count() > 1:
+            views = {}  # a thread the tool left running may still write to these views: build new ones
+
+
+if __name__ == "__main__":
+    main()

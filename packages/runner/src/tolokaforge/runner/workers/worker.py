@@ -1,0 +1,172 @@
+"""The runner's side of one tool worker: start it, call it within a budget, kill it.
+
+A worker is a disposable cache of one trial's tables at ``version``: the runner starts one from its
+mirror (which is in step with the store), keeps it while its answers are committed, and discards it
+on a timeout, a crash, a malformed reply or a commit the store refused. Killing is by process group
+(process/supervisor.py), so whatever the tool started dies with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from ..process.sandbox import Limits, scrubbed_env
+from ..process.supervisor import Supervised
+from .frames import FrameError, decode_reply, encode_request, reply_length
+
+__all__ = ["ToolWorker", "WorkerCode", "WorkerCrashed", "WorkerError", "WorkerTimeout"]
+
+STARTUP_DEADLINE_S = 60.0
+"""How long a worker may take to start, import the task's tools and load its tables."""
+
+_EXIT_GRACE_S = 0.1
+"""How long after the worker's exit its pipe is read before the call counts as crashed."""
+
+
+@dataclass(frozen=True)
+class WorkerCode:
+    """What a trial's workers import: the bundle's root, its package name, and the tools by key."""
+
+    root: Path
+    package: str
+    tools: dict[str, tuple[str, str]] = field(default_factory=lambda: {})
+    """``module_path:class_name`` -> (module_path, class_name)."""
+
+
+class WorkerError(Exception):
+    """The worker could not answer; it has been killed."""
+
+
+class WorkerTimeout(WorkerError):
+    pass
+
+
+class WorkerCrashed(WorkerError):
+    def __init__(self, message: str, exit_code: int | None) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class ToolWorker:
+    """One live worker process holding ``tables`` (the mirror's object it was built from) at ``version``."""
+
+    def __init__(self, child: Supervised, tables: dict[str, Any], version: int) -> None:
+        self.child = child
+        self.tables = tables
+        self.version = version
+        self.limits: dict[str, str] = {}
+        self.problems: dict[str, str] = {}
+        self.busy = False
+        self._dead = False
+        self._stdin = cast(asyncio.StreamWriter, child.process.stdin)
+        self._stdout = cast(asyncio.StreamReader, child.process.stdout)
+        self._exit_watch = asyncio.create_task(self._watch_exit())
+
+    @classmethod
+    async def start(
+        cls,
+        code: WorkerCode,
+        tables: dict[str, Any],
+        version: int,
+        *,
+        workspace: Path,
+        log_path: Path,
+        limits: Limits,
+        env: Mapping[str, str],
+    ) -> ToolWorker:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("ab") as log:
+            child = await Supervised.spawn(
+                [sys.executable, "-I", "-m", "tolokaforge.runner.workers.child", limits.to_json()],
+                cwd=workspace,
+                env=scrubbed_env(dict(env), home=str(workspace)),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=log,
+            )
+        worker = cls(child, tables, version)
+        init = {
+            "root": str(code.root),
+            "package": code.package,
+            "tools": code.tools,
+            "tables": tables,
+            "workspace": str(workspace),
+        }
+        try:
+            hello = await worker._exchange(init, STARTUP_DEADLINE_S)
+        except WorkerError as error:
+            raise WorkerError(f"the tool worker did not start: {error} (log: {log_path})") from error
+        worker.limits = {str(k): str(v) for k, v in cast(dict[str, Any], hello.get("limits", {})).items()}
+        worker.problems = {str(k): str(v) for k, v in cast(dict[str, Any], hello.get("problems", {})).items()}
+        return worker
+
+    @property
+    def alive(self) -> bool:
+        return not self._dead and not self.child.exited
+
+    async def call(self, key: str, arguments: Mapping[str, Any], budget: float) -> dict[str, Any]:
+        """The worker's reply to one call; raises WorkerTimeout / WorkerCrashed (the worker is then dead)."""
+        self.busy = True
+        try:
+            return await self._exchange(("call", key, dict(arguments)), budget)
+        finally:
+            self.busy = False
+
+    async def kill(self) -> None:
+        self._dead = True
+        self.child.kill()
+        with contextlib.suppress(ProcessLookupError):
+            await self.child.reap()
+        self._exit_watch.cancel()
+
+    async def _exchange(self, message: Any, budget: float) -> dict[str, Any]:
+        try:
+            self._stdin.write(encode_request(message))
+            await self._stdin.drain()
+            async with asyncio.timeout(budget):
+                header = await self._stdout.readexactly(4)
+                payload = await self._stdout.readexactly(reply_length(header))
+            reply = decode_reply(payload)
+        except TimeoutError as error:
+            await self.kill()
+            raise WorkerTimeout(f"no answer within {budget:g}s") from error
+        except (asyncio.IncompleteReadError, ConnectionError, BrokenPipeError) as error:
+            await self.kill()
+            code = self.child.returncode
+            raise WorkerCrashed(f"the tool's worker process died ({_describe_exit(code)})", code) from error
+        except FrameError as error:
+            await self.kill()
+            raise WorkerCrashed(f"the tool's worker sent a malformed reply ({error})", None) from error
+        except asyncio.CancelledError:
+            # The RPC was cancelled mid-call: the worker's late answer would be read as the next
+            # call's, so it goes now (reaped by the exit watch).
+            self._dead = True
+            self.child.kill()
+            raise
+        if not isinstance(reply, dict) or not isinstance(cast(dict[str, Any], reply).get("ok"), bool):
+            await self.kill()
+            raise WorkerCrashed("the tool's worker sent a reply of the wrong shape", None)
+        return cast(dict[str, Any], reply)
+
+    async def _watch_exit(self) -> None:
+        # A child the tool forked may hold the pipe open after the worker died: do not wait for EOF.
+        await self.child.reap()
+        await asyncio.sleep(_EXIT_GRACE_S)
+        self._stdout.feed_eof()
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "exit status unknown"
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+        return f"killed by signal {-code}"
+    return f"exit code {code}"

@@ -185,6 +185,8 @@ ADDITIVE: dict[str, list[Field]] = {
         ("retryable", 7, "bool", ""),
     ],
     "GradeTrialResponse": [("error_kind", 4, "GradeErrorKind", "")],
+    # The spec's note on include_agent_system_prompt: explicit presence, as for trace_checks.
+    "JudgeReport": [("include_agent_system_prompt", 8, "bool", "optional")],
 }
 
 ENUMS: dict[str, list[tuple[str, int]]] = {

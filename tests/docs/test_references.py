@@ -33,7 +33,6 @@ from pathlib import Path
 REPOSITORY = Path(__file__).resolve().parents[2]
 EXPECTED_SOON = frozenset(
     {
-        "docs/judge.md",
         "docs/pack-format.md",
     }
 )

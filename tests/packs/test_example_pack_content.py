@@ -39,11 +39,12 @@ GRADING_KEYS = {
     "transcript_rules",
     "golden_response",
     "custom_checks",
+    "llm_judge",
     "trace_checks",
 }
 TRANSCRIPT_KEYS = {"max_turns", "must_contain", "disallow_regex", "required_actions", "communicate_info"}
 JSONPATH_OPERATORS = {"equals", "equals_ci", "contains", "contains_ci", "exists"}
-COMPONENTS = {"state_checks", "transcript_rules", "custom_checks", "trace_checks"}
+COMPONENTS = {"state_checks", "transcript_rules", "custom_checks", "trace_checks", "llm_judge"}
 UNCHANGING_CATEGORIES = {"lookup", "refusal"}
 
 Tables = dict[str, Any]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 
+from tolokaforge.core.models import MOCK_JUDGE_MODEL, JudgeModelConfig
 from tolokaforge.host.agents import GoldenAgentFactory
 from tolokaforge.host.packs import Pack, load_pack
 from tolokaforge.host.run import RunSettings, run_pack
@@ -56,10 +57,17 @@ async def test_every_retail_task_passes_and_concurrency_16_grades_like_concurren
 
 async def test_every_dual_control_task_passes(packs_dir: Path, tmp_path: Path) -> None:
     pack = load_pack(packs_dir / "dual_control")
+    mock_judge = JudgeModelConfig(model=MOCK_JUDGE_MODEL)
     summary = await run_pack(
-        pack, GoldenAgentFactory(), UserRouter(), RunSettings(output=tmp_path, concurrency=16)
+        pack,
+        GoldenAgentFactory(),
+        UserRouter(),
+        RunSettings(output=tmp_path, concurrency=16, judge_model=mock_judge),
     )
-    _assert_all_pass(pack, tmp_path, summary)
+    grades = _assert_all_pass(pack, tmp_path, summary)
+    judged = grades["dc_data_addon_judged"]
+    assert judged["judge_status"] == "completed" and judged["components"]["llm_judge"] == 1.0  # type: ignore[index]
+    assert "judge_status" not in grades["dc_roaming_abroad"]
 
 
 async def test_dual_control_custom_checks_and_user_side_init_are_graded(

@@ -94,7 +94,7 @@ def test_unknown_key_from_pack_defaults_is_reported_in_pack_yaml(pack_copy: Call
         load_pack(root)
     assert {p.file.name for p in caught.value.problems} == {"pack.yaml"}
     assert {p.key for p in caught.value.problems} == {"defaults.max_turn"}
-    assert len(caught.value.problems) == 4  # once per task it was merged into
+    assert len(caught.value.problems) == 5  # once per task it was merged into
 
 
 def test_duplicate_task_id_is_an_error(pack_copy: Callable[[str], Path]) -> None:
@@ -211,7 +211,7 @@ def test_inspect_pack_reports_a_broken_tool_module_on_every_task_using_it(
     (root / "tools" / "__init__.py").write_text("raise RuntimeError('boom')\n")
     report = inspect_pack(root)
     assert report.pack.tasks == ()
-    assert len(report.broken) == 4
+    assert len(report.broken) == 5
     assert all("RuntimeError: boom" in task.problems[0].message for task in report.broken)
     with pytest.raises(PackLoadError) as caught:
         load_pack(root)

@@ -74,7 +74,8 @@ def test_a_new_run_refuses_a_folder_that_holds_one(
     assert (
         _run(["--pack", str(packs_dir / "retail"), "--task", TASK, "--output", str(output)], capsys)[0] == 0
     )
-    code, text = _run(["--pack", str(packs_dir / "dual_control"), "--output", str(output)], capsys)
+    dual_control = ["--pack", str(packs_dir / "dual_control"), "--judge-model", "tolokaforge-mock-judge"]
+    code, text = _run([*dual_control, "--output", str(output)], capsys)
     assert code == 2 and "already holds a run: pass --resume" in text
     assert yaml.safe_load((output / "summary.yaml").read_text())["pack"] == "retail"  # untouched
 
@@ -118,9 +119,8 @@ def test_resume_refuses_another_pack_or_a_changed_one(
     output = tmp_path / "run"
     assert _run(["--pack", str(pack), "--task", TASK, "--output", str(output)], capsys)[0] == 0
 
-    code, text = _run(
-        ["--pack", str(packs_dir / "dual_control"), "--resume", "--output", str(output)], capsys
-    )
+    dual_control = ["--pack", str(packs_dir / "dual_control"), "--judge-model", "tolokaforge-mock-judge"]
+    code, text = _run([*dual_control, "--resume", "--output", str(output)], capsys)
     assert code == 2 and "pack.name: 'retail' -> 'dual_control'" in text
 
     (pack / "policy.md").write_text((pack / "policy.md").read_text() + "\nRefunds need a manager.\n")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tolokaforge.core.models import MOCK_JUDGE_MODEL, JudgeModelConfig
 from tolokaforge.host.agents import GoldenAgentFactory, ScriptedAgentFactory, load_script
 from tolokaforge.host.cli import main
 from tolokaforge.host.errors import ConfigError
@@ -15,12 +16,14 @@ from tolokaforge.host.packs import load_pack
 from tolokaforge.host.run import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
 
+MOCK_JUDGE = JudgeModelConfig(model=MOCK_JUDGE_MODEL)
+
 
 async def test_resume_skips_finished_trials(packs_dir: Path, tmp_path: Path) -> None:
     pack = load_pack(packs_dir / "dual_control")
-    settings = RunSettings(output=tmp_path, trials=2, concurrency=8)
+    settings = RunSettings(output=tmp_path, trials=2, concurrency=8, judge_model=MOCK_JUDGE)
     first = await run_pack(pack, GoldenAgentFactory(), UserRouter(), settings)
-    assert (first.ran, len(first.rows), first.pass_hat(2)) == (8, 8, 1.0)
+    assert (first.ran, len(first.rows), first.pass_hat(2)) == (10, 10, 1.0)
     kept = tmp_path / "trials" / "dc_roaming_abroad" / "0" / "trajectory.yaml"
     stamp = kept.stat().st_mtime_ns
     (tmp_path / "trials" / "dc_data_addon_purchase" / "1" / "grade.yaml").unlink()  # an unfinished trial
@@ -28,9 +31,12 @@ async def test_resume_skips_finished_trials(packs_dir: Path, tmp_path: Path) -> 
     with pytest.raises(ConfigError, match="--resume"):
         await run_pack(pack, GoldenAgentFactory(), UserRouter(), settings)
     resumed = await run_pack(
-        pack, GoldenAgentFactory(), UserRouter(), RunSettings(output=tmp_path, trials=2, resume=True)
+        pack,
+        GoldenAgentFactory(),
+        UserRouter(),
+        RunSettings(output=tmp_path, trials=2, resume=True, judge_model=MOCK_JUDGE),
     )
-    assert (resumed.ran, resumed.skipped, len(resumed.rows), resumed.pass_rate) == (1, 7, 8, 1.0)
+    assert (resumed.ran, resumed.skipped, len(resumed.rows), resumed.pass_rate) == (1, 9, 10, 1.0)
     assert kept.stat().st_mtime_ns == stamp
     assert (tmp_path / "trials" / "dc_data_addon_purchase" / "1" / "grade.yaml").is_file()
 
@@ -67,9 +73,8 @@ async def test_a_refused_grade_publishes_no_score(pack_copy: Callable[[str], Pat
     root = pack_copy("dual_control")
     grading = root / "tasks" / "dc_data_addon_purchase" / "grading.yaml"
     data = yaml.safe_load(grading.read_text())
-    data["llm_judge"] = {
-        "rubric": [{"id": "polite", "criterion": "is polite", "weight": 1.0}]
-    }  # no runner judges it
+    # An assertion on state the runner does not carry: it refuses to grade rather than score 0.0.
+    data["state_checks"]["jsonpaths"].append({"path": "$.filesystem.notes", "exists": True})
     grading.write_text(yaml.safe_dump(data))
     pack = load_pack(root)
     output = tmp_path / "out"
@@ -83,7 +88,7 @@ async def test_a_refused_grade_publishes_no_score(pack_copy: Callable[[str], Pat
     trajectory = yaml.safe_load((folder / "trajectory.yaml").read_text())
     grade = yaml.safe_load((folder / "grade.yaml").read_text())
     assert trajectory["termination_reason"] == "agent_done"
-    assert trajectory["grading_error"] and "llm_judge" in trajectory["grading_error"]
+    assert trajectory["grading_error"] and "$.filesystem.notes" in trajectory["grading_error"]
     assert grade["score"] is None and grade["graded"] is False
     assert grade["reasons"][0].startswith("grading failed:")
     assert summary.to_dict()["grading_errors"] == 1 and summary.mean_score is None

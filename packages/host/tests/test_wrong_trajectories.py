@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tolokaforge.core.models import MOCK_JUDGE_MODEL, JudgeModelConfig
 from tolokaforge.host.agents.scripted import ScriptedAgentFactory, load_script
 from tolokaforge.host.packs import load_pack
 from tolokaforge.host.run import RunSettings, run_pack
@@ -507,6 +508,16 @@ WRONG: dict[str, Wrong] = {
         ],
         "State: 1 modified (lines[L-1005].sim_iccid)",
     ),
+    "dc_data_addon_judged": Wrong(
+        "dual_control",
+        "wrong argument",
+        [
+            _call("get_line_details", line_id="L-1008"),
+            _call("purchase_data_addon", line_id="L-1008", addon_id="DATA-5"),
+            _say("Done: the DATA-5 add-on ($15.00) is on your line, so your cap is now 10 GB."),
+        ],
+        "add-on recorded: contains 'DATA-1' failed, got ['DATA-5']",
+    ),
     "dc_roaming_abroad": Wrong(
         "dual_control",
         "missing step",
@@ -539,6 +550,7 @@ WRONG: dict[str, Wrong] = {
     ),
 }
 
+MOCK_JUDGE = JudgeModelConfig(model=MOCK_JUDGE_MODEL)
 PACK_NAMES = ("retail", "dual_control", "mcp_notes")
 
 
@@ -559,7 +571,8 @@ def _run(pack_name: str, output: Path) -> dict[str, Graded]:
             pack,
             ScriptedAgentFactory(load_script(script)),
             UserRouter(),
-            RunSettings(output=output / "run", concurrency=8),
+            # The mock judge meets every criterion: what fails these trials is the rest of the grade.
+            RunSettings(output=output / "run", concurrency=8, judge_model=MOCK_JUDGE),
         )
     )
     return {
@@ -587,7 +600,7 @@ def test_every_task_of_the_example_packs_has_a_wrong_trajectory() -> None:
         for loaded in load_pack(PACKS / pack_name).tasks
     }
     assert {(wrong.pack, task_id) for task_id, wrong in WRONG.items()} == expected
-    assert len(expected) == 29 + 4 + 2
+    assert len(expected) == 29 + 5 + 2
 
 
 @pytest.mark.parametrize("task_id", sorted(WRONG))

@@ -84,7 +84,9 @@ def initial_tables() -> dict[str, Any]:
     }
 
 
-def make_spec(trial_id: str, *, pack: str = "pack_a", **task: Any) -> dict[str, Any]:
+def make_spec(
+    trial_id: str, *, pack: str = "pack_a", judge_model: dict[str, Any] | None = None, **task: Any
+) -> dict[str, Any]:
     base_task: dict[str, Any] = {
         "task_id": trial_id.split(":")[0],
         "agent_tools": [
@@ -95,7 +97,10 @@ def make_spec(trial_id: str, *, pack: str = "pack_a", **task: Any) -> dict[str, 
         "initial_state": {"tables": initial_tables()},
     }
     base_task.update(task)
-    return {"trial_id": trial_id, "task": base_task}
+    spec: dict[str, Any] = {"trial_id": trial_id, "task": base_task}
+    if judge_model is not None:
+        spec["judge_model"] = judge_model
+    return spec
 
 
 def register_request(

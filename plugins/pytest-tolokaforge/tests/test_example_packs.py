@@ -28,9 +28,14 @@ def test_every_item_passes_on_both_example_packs(run_pytest: RunPytest, packs_di
     } | {f"tolokaforge-runner::{name}" for name in RUNNER_ITEMS}
     assert set(outcomes) == expected
     assert set(outcomes.values()) == {"PASSED"}
-    assert len(expected) == 33 * 5 + 4
-    assert "tasks checked: 33, passed: 33, failed: 0" in run.output
+    assert len(expected) == 34 * 5 + 4
+    assert "tasks checked: 34, passed: 34, failed: 0" in run.output
     assert "runner contract: 4 checked, 4 passed, 0 failed" in run.output
+    # a task with an LLM judge passes offline: the mock judge answers it, and the check says so
+    assert (
+        "note tolokaforge[dual_control]::dc_data_addon_judged golden: mock-judged: llm_judge "
+        "(by tolokaforge-mock-judge" in run.output
+    )
     # combine: any -- the transcript rule is the alternative the golden path does not take, and says so
     assert (
         "note tolokaforge[retail]::multi_damaged_return_or_replacement golden: combine any: "

@@ -123,4 +123,4 @@ def test_a_separate_project_runs_the_plugin_against_an_external_runner(
         },
     }
     assert f"runner {external_runner} status healthy" in run.output
-    assert "tasks checked: 4, passed: 4, failed: 0" in run.output
+    assert "tasks checked: 5, passed: 5, failed: 0" in run.output

@@ -1,4 +1,4 @@
-"""What the golden path is judged on: text rules need a golden_response, an LLM judge needs a model."""
+"""What the golden path is judged on: text rules need a golden_response; an LLM judge is mock-judged."""
 
 from __future__ import annotations
 
@@ -34,11 +34,11 @@ def test_without_golden_response_rules_about_tool_calls_stay(packs_dir: Path) ->
     assert judged.grading.weights == task.grading.weights
 
 
-def test_an_llm_judge_is_set_aside(packs_dir: Path) -> None:
-    task = load_pack(packs_dir / "retail").task("lookup_product_availability").task
-    grading = task.grading.model_copy(
-        update={"llm_judge": {"rubric": []}, "weights": {**task.grading.weights, "llm_judge": 0.5}}
-    )
-    judged, notes = judged_task(task.model_copy(update={"grading": grading}))
-    assert notes == ["not judged: llm_judge (needs an LLM)"]
-    assert judged.grading.llm_judge is None and "llm_judge" not in judged.grading.weights
+def test_an_llm_judge_is_kept_for_the_mock_judge_and_noted(packs_dir: Path) -> None:
+    task = load_pack(packs_dir / "dual_control").task("dc_data_addon_judged").task
+    assert task.grading.llm_judge is not None
+    judged, notes = judged_task(task)
+    assert notes == [
+        "mock-judged: llm_judge (by tolokaforge-mock-judge: every criterion met, no LLM consulted)"
+    ]
+    assert judged.grading == task.grading

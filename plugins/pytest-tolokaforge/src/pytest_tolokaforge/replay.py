@@ -7,7 +7,9 @@ check compares. The conductor runs the same steps but cleans up before anyone co
 
 :func:`judged_task` turns a task into the form the golden path can be judged on: without a
 ``golden_response`` nothing the golden agent says is meaningful, so the rules about what the agent
-says are set aside (and named); an LLM judge needs a model, so it is set aside too.
+says are set aside (and named). An LLM judge is kept and answered by the deterministic mock judge
+(every criterion met, no network), so the rubric's shape and its share in the fold are exercised
+offline; the check notes the task as "mock-judged".
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from tolokaforge.contracts.runner import GetStateRequest, Grade
-from tolokaforge.core.models import ComponentName, TaskDescription
+from tolokaforge.core.models import MOCK_JUDGE_MODEL, ComponentName, JudgeModelConfig, TaskDescription
 from tolokaforge.core.termination import GRADEABLE_TERMINATION_REASONS
 from tolokaforge.core.transcript import encode_transcript_wire
 from tolokaforge.host import (
@@ -36,6 +38,7 @@ from .session import ToloSession
 __all__ = ["GoldenReplay", "golden_replay", "judged_task"]
 
 RUN_ID = "pytest-tolokaforge"
+MOCK_JUDGE = JudgeModelConfig(model=MOCK_JUDGE_MODEL)
 _TEXT_RULES = ("must_contain", "disallow_regex", "communicate_info")
 
 
@@ -72,9 +75,7 @@ def judged_task(task: TaskDescription) -> tuple[TaskDescription, list[str]]:
                 update["transcript_rules"] = None
                 weights.pop("transcript_rules", None)
     if grading.llm_judge is not None:
-        notes.append("not judged: llm_judge (needs an LLM)")
-        update["llm_judge"] = None
-        weights.pop("llm_judge", None)
+        notes.append(f"mock-judged: llm_judge (by {MOCK_JUDGE_MODEL}: every criterion met, no LLM consulted)")
     if not update:
         return task, notes
     update["weights"] = weights
@@ -85,7 +86,9 @@ async def golden_replay(session: ToloSession, task: TaskDescription, *, grade: b
     """Register a fresh trial, play the golden path, read the state (with unstable fields), grade, clean up."""
     connection = await session.connection()
     client = connection.client
-    spec = build_trial_spec(task, run_id=RUN_ID, trial_index=session.next_trial_index())
+    spec = build_trial_spec(
+        task, run_id=RUN_ID, trial_index=session.next_trial_index(), judge_model=MOCK_JUDGE
+    )
     replay = GoldenReplay(trial_id=spec.trial_id, started=time.monotonic())
     try:
         replay.registered = await client.register(spec)

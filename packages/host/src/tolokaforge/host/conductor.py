@@ -18,8 +18,8 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 
-from tolokaforge.contracts.runner import Grade, GradeErrorKind
-from tolokaforge.core.models import TrialSpec
+from tolokaforge.contracts.runner import Grade, GradeErrorKind, JudgeStatus
+from tolokaforge.core.models import JudgeModelConfig, TrialSpec
 from tolokaforge.core.termination import GRADEABLE_TERMINATION_REASONS, TerminationReason
 from tolokaforge.core.transcript import encode_transcript_wire
 
@@ -55,6 +55,8 @@ class TrialOutcome:
     wall_time_s: float = 0.0
     infrastructure_error: str | None = None
     """Why the infrastructure, not the agent or the task, ended this trial (it stays unfinished)."""
+    judge_price_known: bool = True
+    """False when the run's price table has no price for the judge model (its cost is unknown, not 0)."""
 
     @property
     def termination(self) -> TerminationReason | None:
@@ -70,6 +72,7 @@ class TrialSettings:
     run_id: str
     max_attempts: int = 3
     default_max_turns: int = 30
+    judge_model: JudgeModelConfig | None = None
 
 
 async def run_trial(
@@ -87,7 +90,12 @@ async def run_trial(
     usage = Usage()
     for attempt in range(settings.max_attempts):
         spec = build_trial_spec(
-            task, run_id=settings.run_id, trial_index=trial_index, attempt=attempt, agent_model=agents.model
+            task,
+            run_id=settings.run_id,
+            trial_index=trial_index,
+            attempt=attempt,
+            agent_model=agents.model,
+            judge_model=settings.judge_model,
         )
         outcome = await _attempt(runner, loaded, trial_index, spec.trial_id, agents, users, settings, spec)
         usage.add(outcome.episode.usage)
@@ -97,6 +105,7 @@ async def run_trial(
     assert outcome is not None
     outcome.lost_attempts = lost[:-1] if outcome.termination == TerminationReason.TRIAL_LOST else lost
     outcome.usage = usage
+    outcome.judge_price_known = settings.judge_model is None or settings.judge_model.price is not None
     outcome.wall_time_s = time.perf_counter() - started
     return outcome
 
@@ -159,6 +168,10 @@ async def _grade(runner: RunnerClient, outcome: TrialOutcome) -> None:
             outcome.grading_error = f"the grade's trace-check payload is unreadable: {error}"
             return
         outcome.grade = response.grade
+        if response.grade.judge_status == JudgeStatus.ERRORED:
+            # The judge gave no score, so the grade is unusable: published without one (docs/judge.md).
+            judged = [part for part in response.grade.reasons.split(" | ") if part.startswith("Judge:")]
+            outcome.grading_error = judged[0] if judged else "Judge: errored"
     elif response.error_kind == GradeErrorKind.TRIAL_NOT_FOUND:
         episode.termination, episode.error = TerminationReason.TRIAL_LOST, response.error
     else:

@@ -6,7 +6,12 @@ so its presence means the trial is finished: ``--resume`` skips exactly those tr
 In ``grade.yaml`` a component the runner did not evaluate (the -1.0 sentinel, an absent components
 message, an unset ``trace_checks``) is ``null``; a real 0.0 stays 0.0. A trial that was not graded
 (an ending that never reaches GradeTrial, or a grade the runner refused) has ``score: null`` and says
-why; it never carries a score the runner did not compute.
+why; it never carries a score the runner did not compute. A grade whose rubric judge ERRORED is such a
+grade: its components and the judge's account are written, its score is ``null``.
+
+When a judge ran, ``grade.yaml`` carries ``judge_status``, ``criterion_results`` and ``judge`` (its calls,
+tokens, cost and tool calls), and the judge's own transcript is written beside it as
+``judge_transcript.json``.
 """
 
 from __future__ import annotations
@@ -18,13 +23,14 @@ from typing import Any, cast
 
 import yaml
 
-from tolokaforge.contracts.runner import Grade
+from tolokaforge.contracts.runner import Grade, JudgeStatus
 from tolokaforge.core.transcript import Message, ToolMessage
 
 from .conductor import TrialOutcome
 from .trace_results import trace_results_dict, trace_summary_dict
 
 __all__ = [
+    "JUDGE_TRANSCRIPT",
     "NOT_EVALUATED",
     "dump_yaml",
     "grade_to_dict",
@@ -35,6 +41,7 @@ __all__ = [
 ]
 
 NOT_EVALUATED = -1.0
+JUDGE_TRANSCRIPT = "judge_transcript.json"
 
 
 def trial_dir(output: Path, task_id: str, trial_index: int) -> Path:
@@ -49,10 +56,10 @@ def _component(value: float | None) -> float | None:
     return None if value is None or value == NOT_EVALUATED else value
 
 
-def grade_to_dict(grade: Grade) -> dict[str, Any]:
+def grade_to_dict(grade: Grade, *, judge_price_known: bool = True) -> dict[str, Any]:
     components = grade.components
     names = ("state_checks", "transcript_rules", "llm_judge", "custom_checks", "trace_checks")
-    return {
+    result: dict[str, Any] = {
         "graded": True,
         "binary_pass": grade.binary_pass,
         "score": grade.score,
@@ -74,6 +81,43 @@ def grade_to_dict(grade: Grade) -> dict[str, Any]:
         "trace_check_results": trace_results_dict(grade),
         "trace_checks_summary": trace_summary_dict(grade),
     }
+    if grade.judge_status != JudgeStatus.UNSPECIFIED:
+        result.update(_judge_fields(grade, judge_price_known))
+    return result
+
+
+def _judge_fields(grade: Grade, price_known: bool) -> dict[str, Any]:
+    errored = grade.judge_status == JudgeStatus.ERRORED
+    report = grade.judge_report
+    fields: dict[str, Any] = {
+        "judge_status": "errored" if errored else "completed",
+        "criterion_results": [
+            {"id": row.id, "met": row.met, "score": row.score, "justification": row.justification}
+            for row in grade.criterion_results
+        ],
+        "judge": None
+        if report is None
+        else {
+            "calls": report.calls,
+            "prompt_tokens": report.prompt_tokens,
+            "completion_tokens": report.completion_tokens,
+            "reasoning_tokens": report.reasoning_tokens,
+            "cost_usd": report.cost_usd if price_known else None,
+            "tool_calls": report.tool_calls,
+            "agent_system_prompt_shown": report.include_agent_system_prompt,
+            "transcript": JUDGE_TRANSCRIPT if report.transcript_json else None,
+        },
+    }
+    if errored:  # the judge gave no score: the grade is published without one
+        fields.update(graded=False, binary_pass=False, score=None)
+    return fields
+
+
+def _readable_json(text: str) -> str:
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n"
+    except ValueError:  # kept as the runner sent it: an audit channel is not rewritten
+        return text
 
 
 def _ungraded(outcome: TrialOutcome) -> dict[str, Any]:
@@ -197,7 +241,15 @@ def write_outcome(output: Path, outcome: TrialOutcome, *, finished: bool = True)
     if not finished:
         (directory / "grade.yaml").unlink(missing_ok=True)
         return directory
-    grade = grade_to_dict(outcome.grade) if outcome.grade is not None else _ungraded(outcome)
+    if outcome.grade is not None and outcome.grade.judge_report is not None:
+        transcript = outcome.grade.judge_report.transcript_json
+        if transcript:
+            (directory / JUDGE_TRANSCRIPT).write_text(_readable_json(transcript), encoding="utf-8")
+    grade = (
+        grade_to_dict(outcome.grade, judge_price_known=outcome.judge_price_known)
+        if outcome.grade is not None
+        else _ungraded(outcome)
+    )
     grade["trial_id"] = outcome.trial_id
     _write(directory / "grade.yaml", grade)  # last: its presence marks the trial finished
     return directory

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
+from tolokaforge.core.models import JudgeModelConfig
+
 from .agents.base import AgentFactory
 from .conductor import TrialOutcome, TrialSettings, run_trial
 from .errors import ConfigError
@@ -53,6 +55,8 @@ class RunSettings:
     """The model endpoint's base URL; run.yaml keeps only its host."""
     options: Mapping[str, Any] = field(default_factory=dict[str, Any])
     """Every option the caller was given, for run.yaml (the CLI passes all of its own)."""
+    judge_model: JudgeModelConfig | None = None
+    """The rubric judge's model (``--judge-model``); a task with ``llm_judge`` needs one."""
 
 
 class RunObserver(Protocol):
@@ -132,6 +136,12 @@ async def run_pack(
         raise ConfigError("--trials and --concurrency must be at least 1")
     observer = observer or _Silent()
     tasks = _select(pack, settings.task_ids)
+    judged = [loaded.task_id for loaded in tasks if loaded.task.grading.llm_judge is not None]
+    if judged and settings.judge_model is None:
+        raise ConfigError(
+            f"{len(judged)} task(s) grade with an LLM judge and no judge model is set: {', '.join(judged)}; "
+            "pass --judge-model M (or TOLOKAFORGE_JUDGE_MODEL), e.g. tolokaforge-mock-judge offline"
+        )
     keys = [(loaded, index) for loaded in tasks for index in range(settings.trials)]
     finished = [is_finished(trial_dir(settings.output, loaded.task_id, index)) for loaded, index in keys]
     identity = _identity(pack, agents, tasks, settings)
@@ -146,6 +156,7 @@ async def run_pack(
         run_id=settings.output.name,
         max_attempts=settings.max_attempts,
         default_max_turns=settings.default_max_turns,
+        judge_model=settings.judge_model,
     )
     crashes: dict[tuple[str, int], str] = {}
 

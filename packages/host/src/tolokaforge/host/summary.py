@@ -8,7 +8,8 @@ passed; mean scores are over *graded* trials only.
 Per task with n trials of which c passed, for k <= n: ``pass^k`` = C(c, k) / C(n, k), the chance that k
 trials drawn from the task all pass (tau-bench's); ``pass@k`` = 1 - C(n - c, k) / C(n, k), the chance
 that at least one of k drawn trials passes (the unbiased estimator of the Codex paper). Run-level
-values average the per-task ones over tasks with at least k trials.
+values average the per-task ones over tasks with at least k trials. The rubric judge's spend is
+grading spend, summed apart from the agent's (``judge``, when a judge ran).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ DEFINITIONS: dict[str, str] = {
     "components": "per grade component: trials it was evaluated in, and its mean over those",
     "grades_carrying": "graded or ungraded trials whose grade.yaml carries this field (non-empty)",
     "models": "tokens, calls and cost per model over all trials (agent and simulated user)",
+    "judge": "the rubric judge's trials, calls, tokens and cost (grading spend, not in tokens/cost_usd)",
     "trace_gates_failed": "graded trials a trace-check gate failed (each such trial fails, whatever its score)",
 }
 
@@ -162,6 +164,22 @@ class RunSummary:
                 counts[name] = counts.get(name, 0) + 1
         return dict(sorted(counts.items()))
 
+    def judge_spend(self) -> dict[str, Any] | None:
+        """The judges' calls, tokens and cost over the run, apart from the agent's; None when none ran."""
+        reports = [row.judge for row in self.rows if row.judge is not None]
+        if not reports:
+            return None
+        costs = [report.get("cost_usd") for report in reports]
+        return {
+            "trials_judged": len(reports),
+            "calls": sum(int(report.get("calls") or 0) for report in reports),
+            "tokens": sum(
+                int(report.get("prompt_tokens") or 0) + int(report.get("completion_tokens") or 0)
+                for report in reports
+            ),
+            "cost_usd": None if any(cost is None for cost in costs) else sum(float(c or 0.0) for c in costs),
+        }
+
     def models(self) -> dict[str, dict[str, Any]]:
         table: dict[str, dict[str, Any]] = {}
         for row in self.rows:
@@ -203,6 +221,7 @@ class RunSummary:
             "tokens": self.tokens,
             "cost_usd": self.cost_usd,
             "models": self.models(),
+            **({"judge": judge} if (judge := self.judge_spend()) is not None else {}),
             "wall_time_s": round(self.wall_time_s, 3),
             "trials_per_second": round(self.ran / self.wall_time_s, 3) if self.wall_time_s > 0 else None,
             "per_task": [

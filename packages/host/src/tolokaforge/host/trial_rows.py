@@ -51,6 +51,8 @@ class TrialRow:
     grade_fields: tuple[str, ...] = ()
     """What this grade carries beyond score and components (custom_checks, judge or trace results, ...)."""
     by_model: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+    judge: dict[str, Any] | None = None
+    """grade.yaml's ``judge`` block (the rubric judge's calls, tokens, cost); None when no judge ran."""
     trace_gate_failed: bool = False
     """A trace-check gate shut the trial (grade.yaml trace_checks_summary.gate_failed)."""
 
@@ -109,6 +111,7 @@ def read_row(output: Path, task_id: str, index: int, crash: str | None = None) -
         components=dict(components),
         grade_fields=_carried(grade),
         by_model=cast(dict[str, dict[str, Any]], metrics.get("by_model") or {}),
+        judge=cast(dict[str, Any] | None, grade.get("judge")),
         trace_gate_failed=_trace_gate_failed(grade),
     )
 

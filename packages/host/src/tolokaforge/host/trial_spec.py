@@ -8,7 +8,7 @@ lost attempt can never confuse it with the new one.
 from __future__ import annotations
 
 from tolokaforge.contracts.runner import RegisterTrialRequest
-from tolokaforge.core.models import TaskDescription, TrialSpec
+from tolokaforge.core.models import JudgeModelConfig, TaskDescription, TrialSpec
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 
 __all__ = ["build_trial_spec", "register_request", "trial_id"]
@@ -21,7 +21,13 @@ def trial_id(task_id: str, trial_index: int, attempt: int = 0) -> str:
 
 
 def build_trial_spec(
-    task: TaskDescription, *, run_id: str, trial_index: int, attempt: int = 0, agent_model: str | None = None
+    task: TaskDescription,
+    *,
+    run_id: str,
+    trial_index: int,
+    attempt: int = 0,
+    agent_model: str | None = None,
+    judge_model: JudgeModelConfig | None = None,
 ) -> TrialSpec:
     return TrialSpec(
         trial_id=trial_id(task.task_id, trial_index, attempt),
@@ -30,6 +36,8 @@ def build_trial_spec(
         attempt=attempt,
         task=task,
         agent_model={"model": agent_model} if agent_model else None,
+        # Only a task with a judge carries the judge model: the others have nothing to judge.
+        judge_model=judge_model if task.grading.llm_judge is not None else None,
     )
 
 

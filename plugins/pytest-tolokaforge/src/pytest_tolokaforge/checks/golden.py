@@ -4,7 +4,8 @@ Judged: state checks (hash replay, JSONPath), custom checks, trace checks (every
 route the golden path takes must pass: checks/trace.py), and the transcript rules --
 the rules about tool calls always, the rules about what the agent says (must_contain, disallow_regex,
 communicate_info) only when the task has a ``golden_response`` for the golden agent to say. What is
-set aside is returned as a note (replay.judged_task). A failure shows the grade's reasons, the state
+set aside is returned as a note (replay.judged_task); an LLM judge is answered by the mock judge and
+noted as "mock-judged". A failure shows the grade's reasons, the state
 diff and every call of the golden path with the runner's answer. Under ``combine: any`` the
 components are alternatives: one at 1.0 is the verdict, and the others are noted.
 """

@@ -18,6 +18,17 @@ from .grading import (
     ToolExpectation,
     TranscriptRulesConfig,
 )
+from .judge import (
+    DEFAULT_JUDGE_KEY_ENV,
+    MOCK_JUDGE_MODEL,
+    Criterion,
+    JudgeCustomization,
+    JudgeModelConfig,
+    JudgePrice,
+    LLMJudgeConfig,
+    Rubric,
+    mock_unmet_criteria,
+)
 from .task import (
     InitializationAction,
     InitialState,
@@ -36,17 +47,25 @@ from .trial import TrialSpec
 
 __all__ = [
     "COMPONENT_NAMES",
+    "DEFAULT_JUDGE_KEY_ENV",
     "JSONPATH_OPERATORS",
+    "MOCK_JUDGE_MODEL",
     "CombineMethod",
     "CommunicateInfo",
     "ComponentName",
+    "Criterion",
     "CustomChecksConfig",
     "GoldenAction",
     "GradingConfig",
     "InitialState",
     "InitializationAction",
     "JsonPathCheck",
+    "JudgeCustomization",
+    "JudgeModelConfig",
+    "JudgePrice",
+    "LLMJudgeConfig",
     "RequiredAction",
+    "Rubric",
     "SpecModel",
     "StateChecksConfig",
     "TableSchemaSpec",
@@ -63,4 +82,5 @@ __all__ = [
     "UnstableField",
     "UserSimulatorConfig",
     "describe_validation_error",
+    "mock_unmet_criteria",
 ]

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from ._base import SpecModel
+from .judge import LLMJudgeConfig
 from .trace_rules import TraceChecksConfig
 
 __all__ = [
@@ -173,7 +174,7 @@ class GradingConfig(SpecModel):
     pass_threshold: float = Field(ge=0.0, le=1.0)
     state_checks: StateChecksConfig | None = None
     transcript_rules: TranscriptRulesConfig | None = None
-    llm_judge: dict[str, Any] | None = None
+    llm_judge: LLMJudgeConfig | None = None
     custom_checks: CustomChecksConfig | None = None
     trace_checks: TraceChecksConfig | None = None
     """grading.yaml: trace_checks (docs/trace-checks.md)."""

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from ._base import SpecModel
+from .judge import JudgeModelConfig
 from .task import TaskDescription
 
 __all__ = ["TrialSpec"]
@@ -22,5 +23,7 @@ class TrialSpec(SpecModel):
     task: TaskDescription
     agent_model: dict[str, Any] | None = None
     user_model: dict[str, Any] | None = None
+    judge_model: JudgeModelConfig | None = None
+    """The rubric judge's model, a run setting (never a secret: see JudgeModelConfig.api_key_env)."""
     env_endpoints: dict[str, str] = {}
     runtime_context: dict[str, Any] = {}

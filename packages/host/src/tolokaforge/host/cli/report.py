@@ -113,6 +113,10 @@ def summary_table(summary: RunSummary) -> Table:
                 f"{tokens} tokens, {spend['llm_calls']} calls, ${_fmt(spend['cost_usd'], '.4f')}",
             )
         )
+    judge = summary.judge_spend()
+    if judge is not None:  # grading spend, shown apart from the models the run drove
+        rows.append(("judge calls / tokens", f"{judge['calls']} / {judge['tokens']}"))
+        rows.append(("judge cost (USD)", _fmt(judge["cost_usd"], ".4f")))
     for name, value in rows:
         table.add_row(name, value)
     return table

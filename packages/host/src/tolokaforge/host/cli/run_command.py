@@ -15,7 +15,10 @@ from typing import Any, cast
 
 import aiohttp
 import click
+from pydantic import ValidationError
 from rich.console import Console
+
+from tolokaforge.core.models import JudgeModelConfig, JudgePrice, describe_validation_error
 
 from ..agents import GoldenAgentFactory, LLMAgentFactory, ScriptedAgentFactory, load_script
 from ..agents.base import AgentFactory
@@ -24,6 +27,7 @@ from ..exit_status import verdict
 from ..llm import ChatClient, ChatSettings, api_key_from_env, load_prices
 from ..llm.chat import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
 from ..llm.preflight import check_endpoint
+from ..llm.pricing import price_for
 from ..packs import Pack, load_pack
 from ..run import RunSettings, run_pack
 from ..summary import RunSummary
@@ -32,7 +36,7 @@ from ..users.router import UserRouter
 from .options import option
 from .report import ProgressObserver, failures_table, summary_table, tasks_table
 
-__all__ = ["LLMOptions", "run_command"]
+__all__ = ["LLMOptions", "judge_model_config", "run_command"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,17 @@ class LLMOptions:
     help="Retries of a chat request after 429, 5xx or a timeout.",
 )
 @option(
+    "--judge-model",
+    default=None,
+    help="Chat model of the rubric judge (tasks with llm_judge); tolokaforge-mock-judge needs no network.",
+)
+@option(
+    "--judge-base-url",
+    default=None,
+    help="The judge's API base URL [default: --llm-base-url]; the runner reads the judge's key from "
+    "TOLOKAFORGE_JUDGE_API_KEY, else the agent's.",
+)
+@option(
     "--prices",
     type=click.Path(path_type=Path, exists=True, dir_okay=False),
     default=None,
@@ -169,9 +184,13 @@ def run_command(ctx: click.Context, **params: Any) -> int:
         task_ids=params["task_ids"],
         max_attempts=params["max_attempts"],
         default_max_turns=params["max_turns"],
-        models=_models(agent, llm, pack),
+        models=_models(agent, llm, pack)
+        | ({"judge": params["judge_model"]} if params["judge_model"] else {}),
         llm_endpoint=llm.base_url if uses_llm else None,
         options=recorded,
+        judge_model=judge_model_config(
+            params["judge_model"], params["judge_base_url"] or llm.base_url, llm.prices
+        ),
     )
     console = Console()
     summary = asyncio.run(_run(pack, agent, params["script"], llm, settings, console, uses_llm))
@@ -209,6 +228,31 @@ def _models(agent: str, llm: LLMOptions, pack: Pack) -> dict[str, str | None]:
     if _wants_llm_user(pack):
         models["user"] = llm.user_model or llm.model
     return models
+
+
+def judge_model_config(model: str | None, base_url: str, prices: Path | None) -> JudgeModelConfig | None:
+    """The judge model for the TrialSpec, priced from the run's price table; never its key."""
+    if not model:
+        return None
+    price = price_for(load_prices(prices), model)
+    try:
+        config = JudgeModelConfig(model=model, base_url=base_url)
+    except ValidationError as error:
+        raise ConfigError(f"--judge-model {model!r}: {describe_validation_error(error)}") from error
+    if config.is_mock:
+        return config.model_copy(
+            update={"price": JudgePrice(prompt_per_million=0.0, completion_per_million=0.0)}
+        )
+    if price is None:
+        return config
+    return config.model_copy(
+        update={
+            "price": JudgePrice(
+                prompt_per_million=price.prompt_per_million,
+                completion_per_million=price.completion_per_million,
+            )
+        }
+    )
 
 
 def _chat(model: str, llm: LLMOptions, session: aiohttp.ClientSession) -> ChatClient:

@@ -16,6 +16,7 @@ from tolokaforge.core.models import (
     ComponentName,
     InitializationAction,
     JsonPathCheck,
+    LLMJudgeConfig,
     TraceChecksConfig,
     TranscriptRulesConfig,
     UnstableField,
@@ -90,7 +91,7 @@ class GradingFile(_Strict):
     state_checks: StateChecksFile | None = None
     transcript_rules: TranscriptRulesConfig | None = None
     golden_response: str | None = None
-    llm_judge: dict[str, Any] | None = None
+    llm_judge: LLMJudgeConfig | None = None
     custom_checks: CustomChecksFile | None = None
     trace_checks: TraceChecksConfig | None = None
 

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tolokaforge.contracts.runner import Grade, GradeComponents, GradeTrialRequest
+from tolokaforge.contracts.runner import Grade, GradeComponents, GradeTrialRequest, JudgeStatus
 from tolokaforge.core.errors import UnknownTerminationReasonError
 from tolokaforge.core.models import COMPONENT_NAMES, GradingConfig
 from tolokaforge.core.termination import TerminationReason, parse_termination_reason
@@ -40,6 +40,7 @@ from .fold import fold
 from .golden import resolve_golden_action_names
 from .hash_replay import grade_hash
 from .jsonpath_checks import evaluate_jsonpaths
+from .judge import JudgeOutcome, judge_trial
 from .ledger import check_ledger, populated_scored_keys
 from .preflight import check_gradeable_as_authored
 from .trace import TRACE_GATE_FAILED, evaluate_trace_checks
@@ -73,13 +74,13 @@ async def _grade(
 ) -> Grade:
     trial_id = trial.trial_id
     config = trial.spec.task.grading
-    messages = _decode(trial_id, request.llm_messages_json)
+    agent_system_prompt, messages = _decode(trial_id, request.llm_messages_json)
     try:
         timeline = build_trial_timeline(messages, trial.history, termination)
     except ValueError as error:
         raise NotGradeable(trial_id, error) from error
     requested = _requested_components(trial_id, request)
-    check_gradeable_as_authored(trial_id, trial.spec.task)
+    check_gradeable_as_authored(trial_id, trial.spec.task, has_judge_model=trial.spec.judge_model is not None)
     ledger = KeyLedger()
     state_checks = config.state_checks
     resolved: list[str] = []
@@ -123,8 +124,19 @@ async def _grade(
             )
             custom_rows = custom.extra.get("rows", [])
             results.append(custom)
-    if config.llm_judge and not messages:
-        ledger.skip(_NO_TRANSCRIPT_SKIP, "llm_judge")
+    judge: JudgeOutcome | None = None
+    if config.llm_judge is not None:
+        if not messages:
+            ledger.skip(_NO_TRANSCRIPT_SKIP, "llm_judge")
+        elif "llm_judge" not in requested:
+            _skip_unrequested(ledger, config, "llm_judge")
+        else:
+            assert trial.spec.judge_model is not None  # preflight refuses a judge with no model
+            ledger.evaluate("llm_judge")
+            judge = await judge_trial(
+                trial, config.llm_judge, trial.spec.judge_model, agent_system_prompt, messages
+            )
+            results.append(judge.component)
     check_ledger(config, ledger)
 
     scores = {r.name: r.score for r in results if r.score is not None}
@@ -143,20 +155,28 @@ async def _grade(
     if folded.sentence:
         reasons.append(folded.sentence)
     trace_extra = trace.extra if trace is not None else {}
+    # A tripped trace gate fails the trial whatever the fold says.
+    passed, score = folded.passed and not trace_extra.get(TRACE_GATE_FAILED, False), folded.score
+    if judge is not None and judge.errored:
+        passed, score = False, 0.0  # unusable: the host publishes no score for it (docs/judge.md)
+    elif judge is not None and judge.gate_failed:
+        passed = False  # a required criterion not met fails the trial whatever the fold says
     return Grade(
-        # A tripped trace gate fails the trial whatever the fold says.
-        binary_pass=folded.passed and not trace_extra.get(TRACE_GATE_FAILED, False),
-        score=folded.score,
+        binary_pass=passed,
+        score=score,
         components=GradeComponents(
             state_checks=scores.get("state_checks", NOT_EVALUATED),
             transcript_rules=scores.get("transcript_rules", NOT_EVALUATED),
-            llm_judge=NOT_EVALUATED,
+            llm_judge=scores.get("llm_judge", NOT_EVALUATED),
             custom_checks=scores.get("custom_checks", NOT_EVALUATED),
             trace_checks=scores.get("trace_checks"),
         ),
         reasons=" | ".join(reasons),
         state_diff_json=json.dumps(state_diff, default=str) if state_diff else "",
         custom_checks=custom_rows,
+        criterion_results=judge.criterion_results if judge is not None else [],
+        judge_status=judge.status if judge is not None else JudgeStatus.UNSPECIFIED,
+        judge_report=judge.report if judge is not None else None,
         trace_checks=trace_extra.get("trace_results", []),
         trace_checks_summary=trace_extra.get("trace_summary"),
     )
@@ -208,15 +228,14 @@ async def _state_checks(
     return ComponentResult("state_checks", score, segment, notes=notes, extra=extra)
 
 
-def _decode(trial_id: str, payload: str) -> list[Message] | None:
-    """The transcript without its leading system message (the policy); None when none was sent."""
+def _decode(trial_id: str, payload: str) -> tuple[str | None, list[Message] | None]:
+    """The leading system message (the agent's policy) and the rest; (None, None) when none was sent."""
     if not payload:
-        return None
+        return None, None
     try:
-        _, transcript = split_leading_system_message(decode_transcript_wire(payload))
+        return split_leading_system_message(decode_transcript_wire(payload))
     except ValueError as error:
         raise NotGradeable(trial_id, error) from error
-    return transcript
 
 
 def _transcript_dicts(messages: list[Message] | None) -> list[dict[str, Any]]:

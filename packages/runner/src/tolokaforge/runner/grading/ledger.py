@@ -22,7 +22,7 @@ _EVALUATORS = {
     "state_checks.jsonpaths": "JSONPath checks (grading/jsonpath_checks.py)",
     "transcript_rules": "transcript rules (grading/transcript_rules.py)",
     "custom_checks": "custom checks (grading/custom_checks.py)",
-    "llm_judge": "the rubric judge, which this runner does not implement",
+    "llm_judge": "the rubric judge (grading/judge/)",
     "trace_checks": "trace checks (grading/trace/)",
 }
 
@@ -39,7 +39,7 @@ def populated_scored_keys(config: GradingConfig) -> list[str]:
             keys.append("state_checks.jsonpaths")
     if config.transcript_rules is not None:
         keys.extend(populated_transcript_keys(config.transcript_rules))
-    if config.llm_judge:
+    if config.llm_judge is not None:
         keys.append("llm_judge")
     if config.custom_checks is not None:
         keys.append("custom_checks")

@@ -10,7 +10,15 @@ from .jsonpath_checks import STATE_ROOTS, UNCARRIED_ROOTS, path_root
 __all__ = ["check_gradeable_as_authored"]
 
 
-def check_gradeable_as_authored(trial_id: str, task: TaskDescription) -> None:
+def check_gradeable_as_authored(
+    trial_id: str, task: TaskDescription, *, has_judge_model: bool = True
+) -> None:
+    if task.grading.llm_judge is not None and not has_judge_model:
+        raise NotGradeableAsAuthored(
+            trial_id,
+            "llm_judge needs a judge model and the TrialSpec carries none (judge_model): the judge model "
+            "is a run setting, e.g. `tolokaforge run --judge-model M`",
+        )
     state_checks = task.grading.state_checks
     if state_checks is None:
         return

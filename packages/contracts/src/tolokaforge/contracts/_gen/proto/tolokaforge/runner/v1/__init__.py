@@ -672,6 +672,14 @@ class JudgeReport(betterproto2.Message):
     Judge message transcript (audit channel), JSON.
     """
 
+    include_agent_system_prompt: "bool | None" = betterproto2.field(8, betterproto2.TYPE_BOOL, optional=True)
+    """
+    Whether the agent's system prompt was shown to the judge
+    (llm_judge.customization.include_agent_system_prompt, as it took effect). Explicit presence,
+    like GradeComponents.trace_checks: a runner predating the field omits it, and proto3 would
+    otherwise decode that omission as "not shown".
+    """
+
 
 default_message_pool.register_message("tolokaforge.runner.v1", "JudgeReport", JudgeReport)
 

@@ -74,6 +74,13 @@ async def test_outage_leaves_trials_unfinished_and_resume_finishes_every_one(
     runner_process.start()
     settings = RunSettings(
         output=tmp_path,
+        # the pack's tasks that need no judge model
+        task_ids=(
+            "dc_airplane_mode_no_service",
+            "dc_data_addon_purchase",
+            "dc_refuse_sim_swap_wrong_pin",
+            "dc_roaming_abroad",
+        ),
         trials=2,
         concurrency=1,
         runner=f"127.0.0.1:{runner_process.port}",

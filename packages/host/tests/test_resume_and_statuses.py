@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tolokaforge.core.models import MOCK_JUDGE_MODEL, JudgeModelConfig
+from tolokaforge.core.models import MOCK_JUDGE_MODEL, JsonPathCheck, JudgeModelConfig
 from tolokaforge.host.agents import GoldenAgentFactory, ScriptedAgentFactory, load_script
 from tolokaforge.host.cli import main
-from tolokaforge.host.errors import ConfigError
+from tolokaforge.host.errors import ConfigError, PackLoadError
 from tolokaforge.host.packs import load_pack
 from tolokaforge.host.run import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
@@ -76,7 +76,15 @@ async def test_a_refused_grade_publishes_no_score(pack_copy: Callable[[str], Pat
     # An assertion on state the runner does not carry: it refuses to grade rather than score 0.0.
     data["state_checks"]["jsonpaths"].append({"path": "$.filesystem.notes", "exists": True})
     grading.write_text(yaml.safe_dump(data))
+    with pytest.raises(PackLoadError, match=r"\$\.filesystem\.notes"):
+        load_pack(root)  # validate refuses it before the run ...
+    data["state_checks"]["jsonpaths"].pop()
+    grading.write_text(yaml.safe_dump(data))
     pack = load_pack(root)
+    # ... so the shape reaches the runner only in a TaskDescription built some other way.
+    state_checks = pack.task("dc_data_addon_purchase").task.grading.state_checks
+    assert state_checks is not None
+    state_checks.jsonpaths.append(JsonPathCheck(path="$.filesystem.notes", exists=True))
     output = tmp_path / "out"
     summary = await run_pack(
         pack,

@@ -16,18 +16,23 @@ RequestFor = Callable[..., RegisterTrialRequest]
 
 
 def _grading(
-    file: str, *, fail_on_error: bool = False, enabled: bool = True, timeout: float = 10.0
+    file: str,
+    *,
+    fail_on_error: bool | None = False,
+    enabled: bool = True,
+    timeout: float = 10.0,
+    relative_imports: list[str] | None = None,
 ) -> dict[str, Any]:
+    block: dict[str, Any] = {"enabled": enabled, "file": file, "timeout_seconds": timeout}
+    if fail_on_error is not None:
+        block["fail_on_error"] = fail_on_error
+    if relative_imports is not None:
+        block["relative_imports"] = relative_imports
     return {
         "combine_method": "weighted",
         "weights": {"custom_checks": 1.0},
         "pass_threshold": 0.5,
-        "custom_checks": {
-            "enabled": enabled,
-            "file": file,
-            "timeout_seconds": timeout,
-            "fail_on_error": fail_on_error,
-        },
+        "custom_checks": block,
     }
 
 
@@ -82,7 +87,10 @@ async def test_suite_that_cannot_load_is_unscored_but_explained(graded: Any) -> 
     assert response.success, response.error
     grade = response.grade
     assert grade.components.custom_checks == -1.0
-    assert "Custom checks: the suite failed to run — ModuleNotFoundError" in grade.reasons
+    assert (
+        "Custom checks: unscored (fail_on_error: false), the suite failed to run — "
+        "importing the checks file raised ModuleNotFoundError"
+    ) in grade.reasons
     assert not grade.binary_pass  # configured, nothing scored: the fold fails it and says why
     assert "nothing was scored" in grade.reasons
 
@@ -117,3 +125,43 @@ async def test_not_enabled_is_a_recorded_skip(graded: Any) -> None:
     assert response.grade.components.custom_checks == -1.0
     # Disabled is not configured: nothing asked for a score, so nothing was owed.
     assert (response.grade.binary_pass, response.grade.score) == (True, 1.0)
+
+
+async def test_a_suite_that_cannot_import_fails_the_grade_by_default(graded: Any) -> None:
+    response = await graded(_grading("checks/bad_import.py", fail_on_error=None))
+    assert response.success, response.error
+    grade = response.grade
+    assert (grade.components.custom_checks, grade.score, grade.binary_pass) == (0.0, 0.0, False)
+    assert (
+        "Custom checks: score=0.00, the suite failed to run — importing the checks file raised"
+        in grade.reasons
+    )
+
+
+async def test_declared_style_checks_read_the_check_context(graded: Any) -> None:
+    grading = _grading("checks/declared.py", fail_on_error=None, relative_imports=["checks/shared"])
+    response = await graded(grading)
+    assert response.success, response.error
+    grade = response.grade
+    rows = {row.check_name: (row.status, row.message) for row in grade.custom_checks}
+    assert rows == {
+        "first_order_became_paid": ("passed", "O-1 went from unpaid to paid"),
+        "status_tool_was_used": ("passed", "set_status called"),
+        "knows_its_task": ("passed", "task t"),
+    }
+    assert (grade.components.custom_checks, grade.binary_pass) == (1.0, True)
+
+
+async def test_declared_style_checks_fail_on_the_wrong_path(graded: Any) -> None:
+    grading = _grading("checks/declared.py", fail_on_error=None, relative_imports=["checks/shared"])
+    response = await graded(grading, pay=False)
+    grade = response.grade
+    assert grade.components.custom_checks == pytest.approx(1 / 3)
+    assert "first_order_became_paid failed: O-1 is not newly paid" in grade.reasons
+    assert "status_tool_was_used failed: set_status never called" in grade.reasons
+
+
+async def test_declared_style_without_its_import_folder_fails_by_default(graded: Any) -> None:
+    response = await graded(_grading("checks/declared.py", fail_on_error=None))
+    assert response.grade.components.custom_checks == 0.0
+    assert "No module named 'order_rules'" in response.grade.reasons

@@ -268,3 +268,50 @@ async def test_tool_code_files_cannot_escape_the_bundle(
     spec = spec_factory("t:0", tool_code={"files": {"../evil.py": "x = 1"}})
     response = await stub.register_trial(request_for(spec))
     assert not response.success and "stay inside" in response.error
+
+
+async def test_a_trial_spec_in_the_protocols_names_registers(
+    runner: RunnerHandle, stub: RunnerServiceStub, spec_factory: SpecFactory, request_for: RequestFor
+) -> None:
+    spec = spec_factory("t:0")
+    spec.update(
+        run_id="run-7",
+        attempt_id=1,
+        worker_id="w-1",
+        agent_model_config={"provider": "openai", "name": "gpt-4o-mini", "temperature": 0.0},
+        user_model_config={"provider": "openai", "name": "gpt-4o-mini", "temperature": 0.7},
+        max_turns=12,
+        default_tool_timeout_s=7.5,
+        env_endpoints={"db_url": "http://json-db:8000", "rag_url": None, "runner_url": "http://runner:50051"},
+        runtime_context={"sandbox": {"cpus": 1}},
+    )
+    response = await stub.register_trial(request_for(spec))
+    assert response.success, response.error
+    trial = runner.servicer.registry.get("t:0")
+    assert (trial.spec.attempt_id, trial.spec.run_id, trial.default_timeout_s) == (1, "run-7", 7.5)
+    old_name = spec_factory("t:1")
+    old_name["attempt"] = 1  # not a protocol name: refused, naming it
+    refused = await stub.register_trial(request_for(old_name))
+    assert not refused.success and "attempt" in refused.error and "unknown key" in refused.error
+
+
+async def test_the_workspace_starts_with_its_files_and_a_reset_restores_them(
+    runner: RunnerHandle, stub: RunnerServiceStub, spec_factory: SpecFactory, request_for: RequestFor
+) -> None:
+    spec = spec_factory("t:0")
+    spec["task"]["initial_state"]["workspace_files"] = {"docs/rules.py": "checks/shared/order_rules.py"}
+    response = await stub.register_trial(request_for(spec))
+    assert response.success, response.error
+    workspace = runner.servicer.registry.get("t:0").workspace
+    assert workspace is not None
+    seeded = workspace / "docs" / "rules.py"
+    assert 'PAID = "paid"' in seeded.read_text()
+    seeded.write_text("changed")
+    (workspace / "stray.txt").write_text("left by a tool")
+    reset = await stub.reset_trial(ResetTrialRequest(trial_id="t:0"))
+    assert reset.success, reset.error
+    assert 'PAID = "paid"' in seeded.read_text() and not (workspace / "stray.txt").exists()
+    escaping = spec_factory("t:1")
+    escaping["task"]["initial_state"]["workspace_files"] = {"x": "../outside.py"}
+    refused = await stub.register_trial(request_for(escaping))
+    assert not refused.success and "must be a relative path that stays inside its root" in refused.error

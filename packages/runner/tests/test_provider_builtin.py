@@ -34,7 +34,16 @@ async def workspace(runner: RunnerHandle, stub: RunnerServiceStub, server_spec: 
     response = await stub.register_trial(register_request(spec))
     assert response.success, response.error
     names = {schema.name for schema in response.tool_schemas}
-    assert names == {"fs_read", "fs_write", "fs_list", "exec_run"}
+    assert names == {
+        "fs_read",
+        "fs_write",
+        "fs_list",
+        "fs_read_file",
+        "fs_write_file",
+        "fs_list_dir",
+        "exec_run",
+        "exec_calculator",
+    }
     path = runner.servicer.registry.get("builtin:0").workspace
     assert path is not None
     return path

@@ -13,7 +13,7 @@ from .conftest import RunPytest
 BIN = Path(sys.executable).parent
 BAD = Path(__file__).resolve().parent / "fixtures" / "bad_provider.py"
 
-FS_OPERATIONS = ("read", "write", "list")
+FS_OPERATIONS = ("read", "write", "list", "read_file", "write_file", "list_dir")
 
 
 def _ids(provider: str, operations: tuple[str, ...]) -> set[str]:
@@ -43,10 +43,10 @@ def test_builtin_providers_pass_every_item(run_pytest: RunPytest, tmp_path: Path
         f"    {BIN / 'tolokaforge-tool-provider-exec'}\n"
     )
     run = run_pytest(cwd=tmp_path)
-    expected = _ids("fs", FS_OPERATIONS) | _ids("exec", ("run",))
+    expected = _ids("fs", FS_OPERATIONS) | _ids("exec", ("run", "calculator"))
     assert set(run.outcomes) == expected, run.output
     assert run.failed() == set(), run.output
-    assert "tolokaforge-provider[exec]: 5 checked, 5 passed, 0 failed" in run.output
+    assert "tolokaforge-provider[exec]: 7 checked, 7 passed, 0 failed" in run.output
     assert "tasks checked" not in run.output
 
 

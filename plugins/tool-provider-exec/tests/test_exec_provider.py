@@ -58,3 +58,28 @@ async def test_the_deadline_kills_the_command_and_answers_timeout(tmp_path: Path
 async def test_bad_arguments_are_invalid_arguments(tmp_path: Path) -> None:
     [event] = await _run(tmp_path, {"command": []})
     assert event.error is not None and event.error.category == ToolErrorCategory.INVALID_ARGUMENTS
+
+
+async def _calculate(arguments: dict[str, Any]) -> InvokeResponse:
+    async with ChannelFor([ExecProvider(1)]) as channel:
+        request = InvokeRequest(operation="calculator", arguments_json=json.dumps(arguments))
+        [event] = [event async for event in ToolProviderServiceStub(channel).invoke(request)]
+        return event
+
+
+async def test_the_calculator_computes_arithmetic_and_nothing_else() -> None:
+    done = await _calculate({"expression": "(168 - 24.5) * 2 / 4 + 2**3 % 5"})
+    assert done.result is not None
+    assert json.loads(done.result.output_json)["result"] == (168 - 24.5) * 2 / 4 + 2**3 % 5
+    for expression, why in (
+        ("__import__('os').system('true')", "is not arithmetic on numbers"),
+        ("1 / 0", "division by zero"),
+        ("2 ** 100000", "exponents above 1000 are refused"),
+        ("1 +", "not an expression"),
+        ("True + 1", "is not arithmetic on numbers"),
+    ):
+        failed = await _calculate({"expression": expression})
+        assert failed.error is not None and failed.error.category == ToolErrorCategory.EXECUTION_FAILED
+        assert why in failed.error.message, expression
+    wrong = await _calculate({"expr": "1"})
+    assert wrong.error is not None and wrong.error.category == ToolErrorCategory.INVALID_ARGUMENTS

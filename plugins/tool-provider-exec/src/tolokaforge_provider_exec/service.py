@@ -25,6 +25,8 @@ from tolokaforge.contracts.tool import (
 )
 from tolokaforge.core.providers import ProviderBase
 
+from .calculator import CALCULATOR, CalculatorError, evaluate
+
 __all__ = ["ExecProvider"]
 
 _KEEP_BYTES = 64 * 1024
@@ -69,9 +71,12 @@ class ExecProvider(ProviderBase):
     name = "exec"
     version = "0.1.0"
     description = "Run commands in the trial's workspace, with a deadline."
-    operations = (RUN,)
+    operations = (RUN, CALCULATOR)
 
     async def invoke(self, message: InvokeRequest) -> AsyncIterator[InvokeResponse]:
+        if message.operation == CALCULATOR.name:
+            yield _calculate(message.arguments_json)
+            return
         if message.operation != "run":
             yield _error(ToolErrorCategory.NOT_FOUND, f"no operation {message.operation!r}")
             return
@@ -88,6 +93,23 @@ class ExecProvider(ProviderBase):
         deadline = _deadline(requested, context.timeout_seconds if context else 0.0)
         async for event in _run(argv, workspace, deadline):
             yield event
+
+
+def _calculate(text: str) -> InvokeResponse:
+    try:
+        value: object = json.loads(text or "{}")
+    except json.JSONDecodeError as error:
+        return _error(ToolErrorCategory.INVALID_ARGUMENTS, f"arguments are not JSON: {error}")
+    arguments = cast(dict[str, object], value) if isinstance(value, dict) else {}
+    expression = arguments.get("expression")
+    if not isinstance(expression, str) or set(arguments) != {"expression"}:
+        return _error(ToolErrorCategory.INVALID_ARGUMENTS, "the only argument is 'expression', a string")
+    try:
+        result = evaluate(expression)
+    except CalculatorError as error:
+        return _error(ToolErrorCategory.EXECUTION_FAILED, str(error))
+    output = json.dumps({"expression": expression, "result": result})
+    return InvokeResponse(result=InvokeResult(output_json=output))
 
 
 def _arguments(text: str) -> tuple[list[str], float | None] | str:

@@ -44,7 +44,13 @@ _ENTRY = _object({"name": _STR, "type": {"enum": ["file", "dir", "other"]}}, ["n
 
 
 def _operation(
-    name: str, description: str, inputs: dict[str, Any], outputs: dict[str, Any], *, mutating: bool
+    name: str,
+    description: str,
+    inputs: dict[str, Any],
+    outputs: dict[str, Any],
+    *,
+    mutating: bool,
+    path_field: str = "path",
 ) -> OperationSchema:
     return OperationSchema(
         name=name,
@@ -56,12 +62,12 @@ def _operation(
         # Reading is always repeatable; writing the same content twice leaves the same file.
         idempotent=True,
         # Two writes to one path must not interleave; different paths may run together.
-        concurrency=ConcurrencySpec(safe=True, key_fields=["path"] if mutating else []),
+        concurrency=ConcurrencySpec(safe=True, key_fields=[path_field] if mutating else []),
         default_timeout_seconds=10.0,
     )
 
 
-OPERATIONS = [
+_WORKSPACE_OPERATIONS = [
     _operation(
         "read",
         "Read a text file of the workspace.",
@@ -86,6 +92,38 @@ OPERATIONS = [
 ]
 
 
+# The same three operations under the names and argument names packs in the public Tolokaforge
+# style enable as built-in tools (read_file / write_file / list_dir).
+_FILE_PATH = {"type": "string", "description": "A path relative to the workspace."}
+OPERATIONS = [
+    *_WORKSPACE_OPERATIONS,
+    _operation(
+        "read_file",
+        "Read a text file of the workspace.",
+        _object({"file_path": _FILE_PATH}, ["file_path"]),
+        _object({"path": _STR, "content": _STR}, ["path", "content"]),
+        mutating=False,
+    ),
+    _operation(
+        "write_file",
+        "Write a text file of the workspace (created or replaced), creating its folders.",
+        _object({"file_path": _FILE_PATH, "content": _STR}, ["file_path", "content"]),
+        _object({"path": _STR, "bytes_written": {"type": "integer"}}, ["path", "bytes_written"]),
+        mutating=True,
+        path_field="file_path",
+    ),
+    _operation(
+        "list_dir",
+        "List a folder of the workspace (the workspace itself by default).",
+        _object({"dir_path": _FILE_PATH}, []),
+        _object({"path": _STR, "entries": {"type": "array", "items": _ENTRY}}, ["path", "entries"]),
+        mutating=False,
+    ),
+]
+# Which argument names the path, per operation; the public names are aliases of read / write / list.
+_PATH_FIELD = {"read_file": "file_path", "write_file": "file_path", "list_dir": "dir_path"}
+_ALIAS = {"read_file": "read", "write_file": "write", "list_dir": "list"}
+
 # The argument names each operation declares (its input schema says additionalProperties: false).
 _DECLARED = {op.name: frozenset(json.loads(op.input_schema_json)["properties"]) for op in OPERATIONS}
 
@@ -106,10 +144,13 @@ class FsProvider(ProviderBase):
 
     async def invoke(self, message: InvokeRequest) -> AsyncIterator[InvokeResponse]:
         try:
-            handler = self._handlers.get(message.operation)
+            handler = self._handlers.get(_ALIAS.get(message.operation, message.operation))
             if handler is None:
                 raise _Failure(ToolErrorCategory.NOT_FOUND, f"no operation {message.operation!r}")
             arguments = _arguments(message.arguments_json, _DECLARED[message.operation])
+            field = _PATH_FIELD.get(message.operation)
+            if field is not None and field in arguments:
+                arguments["path"] = arguments.pop(field)
             workspace = message.call_context.working_directory if message.call_context else ""
             path = arguments.get("path", ".")
             try:
@@ -137,7 +178,7 @@ def _arguments(text: str, declared: frozenset[str]) -> dict[str, Any]:
             ToolErrorCategory.INVALID_ARGUMENTS,
             f"unknown argument(s) {', '.join(map(repr, undeclared))}; this operation takes {', '.join(sorted(declared))}",
         )
-    for key in ("path", "content"):
+    for key in ("path", "file_path", "dir_path", "content"):
         if key in arguments and not isinstance(arguments[key], str):
             raise _Failure(ToolErrorCategory.INVALID_ARGUMENTS, f"{key!r} must be a string")
     return arguments

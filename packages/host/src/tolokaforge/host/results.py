@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import yaml
 
 from tolokaforge.contracts.runner import Grade, JudgeStatus
+from tolokaforge.core.models import GradingConfig
 from tolokaforge.core.transcript import Message, ToolMessage
 
 from .conductor import TrialOutcome
@@ -32,6 +34,7 @@ from .trace_results import trace_results_dict, trace_summary_dict
 __all__ = [
     "JUDGE_TRANSCRIPT",
     "NOT_EVALUATED",
+    "configured_components",
     "dump_yaml",
     "grade_to_dict",
     "is_finished",
@@ -56,16 +59,35 @@ def _component(value: float | None) -> float | None:
     return None if value is None or value == NOT_EVALUATED else value
 
 
-def grade_to_dict(grade: Grade, *, judge_price_known: bool = True) -> dict[str, Any]:
+def configured_components(grading: GradingConfig) -> list[str]:
+    """The components a task's grading asks a score of (a disabled block asks for none)."""
+    state = grading.state_checks
+    asked = {
+        "state_checks": state is not None
+        and (state.hash_enabled or bool(state.jsonpaths) or bool(state.files)),
+        "transcript_rules": grading.transcript_rules is not None,
+        "llm_judge": grading.llm_judge is not None,
+        "custom_checks": grading.custom_checks is not None and grading.custom_checks.enabled,
+        "trace_checks": grading.trace_checks is not None,
+    }
+    return [name for name, wanted in asked.items() if wanted]
+
+
+def grade_to_dict(
+    grade: Grade, configured: Sequence[str] = (), *, judge_price_known: bool = True
+) -> dict[str, Any]:
+    """``configured`` names the components the task asks for; those left unscored are listed as such."""
     components = grade.components
     names = ("state_checks", "transcript_rules", "llm_judge", "custom_checks", "trace_checks")
+    scores = {
+        name: _component(getattr(components, name)) if components is not None else None for name in names
+    }
     result: dict[str, Any] = {
         "graded": True,
         "binary_pass": grade.binary_pass,
         "score": grade.score,
-        "components": {
-            name: _component(getattr(components, name)) if components is not None else None for name in names
-        },
+        "components": scores,
+        "unscored": [name for name in configured if scores.get(name) is None],
         "reasons": [part for part in grade.reasons.split(" | ") if part] if grade.reasons else [],
         "state_diff": json.loads(grade.state_diff_json) if grade.state_diff_json else None,
         "custom_checks": [
@@ -232,7 +254,9 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     os.replace(temporary, path)
 
 
-def write_outcome(output: Path, outcome: TrialOutcome, *, finished: bool = True) -> Path:
+def write_outcome(
+    output: Path, outcome: TrialOutcome, configured: Sequence[str] = (), *, finished: bool = True
+) -> Path:
     """The trial's files; ``finished`` False (infrastructure ended it) writes no grade.yaml."""
     directory = trial_dir(output, outcome.task_id, outcome.trial_index)
     directory.mkdir(parents=True, exist_ok=True)
@@ -246,7 +270,7 @@ def write_outcome(output: Path, outcome: TrialOutcome, *, finished: bool = True)
         if transcript:
             (directory / JUDGE_TRANSCRIPT).write_text(_readable_json(transcript), encoding="utf-8")
     grade = (
-        grade_to_dict(outcome.grade, judge_price_known=outcome.judge_price_known)
+        grade_to_dict(outcome.grade, configured, judge_price_known=outcome.judge_price_known)
         if outcome.grade is not None
         else _ungraded(outcome)
     )

@@ -25,7 +25,7 @@ from .conductor import TrialOutcome, TrialSettings, run_trial
 from .errors import ConfigError
 from .manifest import RunIdentity, read_manifest, refuse_resume_if_different, utc_now, write_manifest
 from .packs.loader import LoadedTask, Pack
-from .results import is_finished, trial_dir, write_outcome
+from .results import configured_components, is_finished, trial_dir, write_outcome
 from .runner_client import RunnerClient, open_runner
 from .summary import RunSummary, summarise, write_summary
 from .users.base import UserSimulatorFactory
@@ -194,7 +194,12 @@ async def run_pack(
                 if outcome.infrastructure_error is not None:
                     # Never graded: no grade.yaml, so the trial is unfinished and --resume runs it.
                     crashes[(loaded.task_id, index)] = f"infrastructure: {outcome.infrastructure_error}"
-                write_outcome(settings.output, outcome, finished=outcome.infrastructure_error is None)
+                write_outcome(
+                    settings.output,
+                    outcome,
+                    configured_components(loaded.task.grading),
+                    finished=outcome.infrastructure_error is None,
+                )
                 observer.trial_done(outcome)
 
             async with asyncio.TaskGroup() as group:

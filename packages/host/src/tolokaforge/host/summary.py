@@ -42,6 +42,8 @@ DEFINITIONS: dict[str, str] = {
     "outcomes": "trials by what became of them: passed, failed (graded, did not pass), not_gradeable "
     "(ended without a grade), lost (runner lost it on the last attempt), unfinished (no grade.yaml)",
     "components": "per grade component: trials it was evaluated in, and its mean over those",
+    "unscored_components": "per component: trials whose task configured it and whose grade left it unscored "
+    "(a custom-checks suite under fail_on_error: false that could not run, say)",
     "grades_carrying": "graded or ungraded trials whose grade.yaml carries this field (non-empty)",
     "models": "tokens, calls and cost per model over all trials (agent and simulated user)",
     "judge": "the rubric judge's trials, calls, tokens and cost (grading spend, not in tokens/cost_usd)",
@@ -157,6 +159,14 @@ class RunSummary:
             table[name] = {"evaluated_in": len(values), "mean": _mean(values)}
         return table
 
+    def unscored(self) -> dict[str, int]:
+        """Per component, how many graded trials left it unscored although the task configured it."""
+        counts: dict[str, int] = {}
+        for row in self.rows:
+            for name in row.unscored:
+                counts[name] = counts.get(name, 0) + 1
+        return counts
+
     def grades_carrying(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for row in self.rows:
@@ -217,6 +227,7 @@ class RunSummary:
             "trace_gates_failed": sum(row.trace_gate_failed for row in self.rows),
             "terminations": self.terminations(),
             "components": self.components(),
+            "unscored_components": self.unscored(),
             "grades_carrying": self.grades_carrying(),
             "tokens": self.tokens,
             "cost_usd": self.cost_usd,
@@ -255,6 +266,7 @@ class RunSummary:
                     "score": row.score,
                     "termination_reason": row.termination,
                     "grading_error": row.grading_error,
+                    "unscored": list(row.unscored),
                     "trace_gate_failed": row.trace_gate_failed,
                 }
                 for row in self.rows

@@ -27,7 +27,7 @@ TrialKind = Literal["passed", "failed", "not_gradeable", "lost", "unfinished"]
 TRIAL_KINDS: tuple[TrialKind, ...] = ("passed", "failed", "not_gradeable", "lost", "unfinished")
 
 _BASE_GRADE_KEYS = frozenset(
-    {"graded", "binary_pass", "score", "components", "reasons", "state_diff", "trial_id"}
+    {"graded", "binary_pass", "score", "components", "unscored", "reasons", "state_diff", "trial_id"}
 )
 
 
@@ -51,6 +51,8 @@ class TrialRow:
     grade_fields: tuple[str, ...] = ()
     """What this grade carries beyond score and components (custom_checks, judge or trace results, ...)."""
     by_model: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+    unscored: tuple[str, ...] = ()
+    """Components the task configured that this trial's grade left unscored."""
     judge: dict[str, Any] | None = None
     """grade.yaml's ``judge`` block (the rubric judge's calls, tokens, cost); None when no judge ran."""
     trace_gate_failed: bool = False
@@ -111,6 +113,7 @@ def read_row(output: Path, task_id: str, index: int, crash: str | None = None) -
         components=dict(components),
         grade_fields=_carried(grade),
         by_model=cast(dict[str, dict[str, Any]], metrics.get("by_model") or {}),
+        unscored=tuple(str(name) for name in cast(list[Any], grade.get("unscored") or [])),
         judge=cast(dict[str, Any] | None, grade.get("judge")),
         trace_gate_failed=_trace_gate_failed(grade),
     )

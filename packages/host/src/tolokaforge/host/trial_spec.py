@@ -33,9 +33,9 @@ def build_trial_spec(
         trial_id=trial_id(task.task_id, trial_index, attempt),
         run_id=run_id,
         trial_index=trial_index,
-        attempt=attempt,
+        attempt_id=attempt,
         task=task,
-        agent_model={"model": agent_model} if agent_model else None,
+        agent_model_config={"model": agent_model} if agent_model else None,
         # Only a task with a judge carries the judge model: the others have nothing to judge.
         judge_model=judge_model if task.grading.llm_judge is not None else None,
     )

@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from types import ModuleType
 
 from tolokaforge.core.models import ToolCode
+from tolokaforge.core.pack_imports import imported_in_isolation
 
 from .errors import ToolLoadError
 
@@ -44,7 +45,7 @@ class CodeBundle:
     def import_module(self, module_path: str) -> ModuleType:
         """Import ``module_path`` (e.g. ``tools`` or ``tools.orders``) from this bundle."""
         try:
-            return importlib.import_module(f"{self.package}.{module_path}")
+            return imported_in_isolation(f"{self.package}.{module_path}", self.root, self.package)
         except ModuleNotFoundError as error:
             raise ToolLoadError(
                 f"module {module_path!r} not found in the task's code at {self.root}: {error}"

@@ -53,8 +53,10 @@ from .tools import ToolRegistry, load_python_tool
 from .tools.python_tools import WorkerTool, worker_tool
 from .tools.remote import ToolSourceSession
 from .tools.servers import ServerPlaces, start_tool_servers
+from .tools.state_sync import bind_state, push_state
 from .trial import TrialContext
 from .workers.worker import WorkerCode
+from .workspace import seed_workspace
 
 __all__ = ["INITIALIZED_SNAPSHOT", "TrialRegistry"]
 
@@ -143,11 +145,15 @@ class TrialRegistry:
             agent_tools, user_tools, code_root, code = await asyncio.to_thread(
                 self._build_registries, spec.task
             )
+            seed_workspace(workspace, code_root, spec.task.initial_state.workspace_files)
             mirror = await self._create_state(spec)
             # Servers start after the state exists: an MCP server may read its tables while starting.
             sources = await self._start_servers(
                 spec.task, trial_id, workspace, code_root, agent_tools, user_tools
             )
+            # A server keeping its tables in-process starts from the trial's, and reports back after each call.
+            bind_state(sources, mirror)
+            await push_state(sources, mirror.tables)
             trial = TrialContext(
                 spec=spec,
                 agent_tools=agent_tools,
@@ -155,7 +161,7 @@ class TrialRegistry:
                 mirror=mirror,
                 default_timeout_s=default_tool_timeout_s
                 if default_tool_timeout_s > 0
-                else self.default_timeout_s,
+                else spec.default_tool_timeout_s or self.default_timeout_s,
                 code_root=code_root,
                 workspace=workspace,
                 sources=sources,
@@ -196,6 +202,12 @@ class TrialRegistry:
         async with trial.lock:
             hashes = await self.client.reset(trial_id)
             await trial.mirror.reload()
+            # A server keeping its tables in-process gets the initial state too; the workspace its files.
+            await push_state(trial.sources, trial.mirror.tables)
+            if trial.workspace is not None:
+                seed_workspace(
+                    trial.workspace, trial.code_root, trial.spec.task.initial_state.workspace_files
+                )
         if run_init_actions:
             await self.run_initialization_actions(trial)
             hashes = await self.client.get_hashes(trial_id)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from ._base import SpecModel, describe_validation_error
 from .grading import (
     COMPONENT_NAMES,
+    FILE_CHECK_OPERATORS,
     JSONPATH_OPERATORS,
     CombineMethod,
     CommunicateInfo,
     ComponentName,
     CustomChecksConfig,
+    FileCheck,
     GoldenAction,
     GradingConfig,
     JsonPathCheck,
@@ -48,6 +50,7 @@ from .trial import TrialSpec
 __all__ = [
     "COMPONENT_NAMES",
     "DEFAULT_JUDGE_KEY_ENV",
+    "FILE_CHECK_OPERATORS",
     "JSONPATH_OPERATORS",
     "MOCK_JUDGE_MODEL",
     "CombineMethod",
@@ -55,6 +58,7 @@ __all__ = [
     "ComponentName",
     "Criterion",
     "CustomChecksConfig",
+    "FileCheck",
     "GoldenAction",
     "GradingConfig",
     "InitialState",

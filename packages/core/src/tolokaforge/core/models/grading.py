@@ -17,11 +17,13 @@ from .trace_rules import TraceChecksConfig
 
 __all__ = [
     "COMPONENT_NAMES",
+    "FILE_CHECK_OPERATORS",
     "JSONPATH_OPERATORS",
     "CombineMethod",
     "CommunicateInfo",
     "ComponentName",
     "CustomChecksConfig",
+    "FileCheck",
     "GoldenAction",
     "GradingConfig",
     "JsonPathCheck",
@@ -106,6 +108,39 @@ class JsonPathCheck(SpecModel):
         return getattr(self, self.operator)
 
 
+FILE_CHECK_OPERATORS = ("contains", "contains_ci", "equals", "exists")
+
+
+class FileCheck(SpecModel):
+    """An assertion over the trial's workspace files (grading.yaml: a ``path_glob`` check).
+
+    ``path_glob`` is a glob relative to the workspace. contains / contains_ci / equals hold when at
+    least one matching file's text holds it; exists: true when something matches, false when nothing
+    does. Exactly one operator.
+    """
+
+    path_glob: str = Field(min_length=1)
+    description: str = ""
+    contains: str | None = None
+    contains_ci: str | None = None
+    equals: str | None = None
+    exists: bool | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one_operator(self) -> FileCheck:
+        given = [op for op in FILE_CHECK_OPERATORS if op in self.model_fields_set]
+        if len(given) != 1:
+            raise ValueError(
+                f"file check {self.path_glob!r} needs exactly one operator of {', '.join(FILE_CHECK_OPERATORS)}; "
+                f"got {', '.join(given) or 'none'}"
+            )
+        return self
+
+    @property
+    def operator(self) -> str:
+        return next(op for op in FILE_CHECK_OPERATORS if op in self.model_fields_set)
+
+
 class StateChecksConfig(SpecModel):
     """grading.yaml: state_checks."""
 
@@ -117,6 +152,8 @@ class StateChecksConfig(SpecModel):
     """state_checks.hash.weight: the hash verdict's share when JSONPath checks score too."""
     jsonpaths: list[JsonPathCheck] = []
     """state_checks.jsonpaths"""
+    files: list[FileCheck] = []
+    """state_checks.jsonpaths[] with path_glob, and state_checks.files: checks over workspace files."""
 
 
 class RequiredAction(SpecModel):
@@ -158,12 +195,16 @@ class TranscriptRulesConfig(SpecModel):
 
 
 class CustomChecksConfig(SpecModel):
-    """grading.yaml: custom_checks."""
+    """grading.yaml: custom_checks. Paths are relative to the task's code root."""
 
     enabled: bool = False
     file: str = Field(min_length=1)
     timeout_seconds: float = Field(default=30.0, gt=0)
-    fail_on_error: bool = False
+    fail_on_error: bool = True
+    """True: a suite that cannot run, or a check that errors, scores 0.0. False: the component is
+    left unscored, and the grade's reasons say so."""
+    relative_imports: list[str] = []
+    """custom_checks.relative_imports: folders the checks file imports from (put on its sys.path)."""
 
 
 class GradingConfig(SpecModel):

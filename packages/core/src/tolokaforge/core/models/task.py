@@ -128,6 +128,20 @@ class InitialState(SpecModel):
     schemas: list[TableSchemaSpec] = []
     unstable_fields: list[UnstableField] = []
     initialization_actions: list[InitializationAction] = []
+    workspace_files: dict[str, str] = {}
+    """The files the trial's workspace starts with (again after ResetTrial): workspace path -> path of
+    a file in the task's code. Both are relative POSIX paths that stay inside their roots."""
+
+    @model_validator(mode="after")
+    def _relative_workspace_paths(self) -> InitialState:
+        for target, source in self.workspace_files.items():
+            for path in (target, source):
+                parts = path.split("/")
+                if not path or path.startswith("/") or "\\" in path or ".." in parts:
+                    raise ValueError(
+                        f"workspace_files: {path!r} must be a relative path that stays inside its root"
+                    )
+        return self
 
     @property
     def provisions_database(self) -> bool:

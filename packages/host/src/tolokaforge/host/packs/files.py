@@ -1,8 +1,11 @@
 """The author-facing files of a pack as strict models: pack.yaml, task.yaml and grading.yaml.
 
 Every model refuses unknown keys, so a typo is an error that names the key rather than a setting that
-silently does nothing. Blocks whose shape is the runner's own (JSONPath checks, transcript rules,
-unstable fields, initialization actions) reuse the core models, so the two sides cannot drift.
+silently does nothing. Two styles are read: ours, and the public Tolokaforge's (``actors.user``,
+``{role, content}`` scripted turns, inline ``json_db``, the ``op``/``expected`` JSONPath form, the
+mapping form of ``tool_expectations`` ...). A public key whose meaning this harness does not carry is
+still declared here, so that the translation step can refuse it with the reason instead of pydantic's
+bare "unknown key". Blocks whose shape is the runner's own reuse the core models where they can.
 """
 
 from __future__ import annotations
@@ -13,12 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tolokaforge.core.models import (
     CombineMethod,
+    CommunicateInfo,
     ComponentName,
     InitializationAction,
-    JsonPathCheck,
     LLMJudgeConfig,
+    RequiredAction,
+    ToolExpectation,
     TraceChecksConfig,
-    TranscriptRulesConfig,
     UnstableField,
 )
 
@@ -26,15 +30,20 @@ __all__ = [
     "AgentToolsFile",
     "CombineFile",
     "CustomChecksFile",
+    "FileCopyFile",
+    "FilesystemFile",
     "GoldenActionFile",
     "GradingFile",
     "HashFile",
     "InitialStateFile",
+    "JsonPathFile",
     "PackFile",
     "ScriptedTurnFile",
     "StateChecksFile",
     "TaskFile",
+    "ToolExpectationsFile",
     "ToolsFile",
+    "TranscriptRulesFile",
     "UserSimulatorFile",
     "UserToolsFile",
 ]
@@ -51,6 +60,8 @@ class PackFile(_Strict):
     version: str | None = None
     description: str = ""
     defaults: dict[str, Any] = {}
+    requires: list[str] = []
+    """Python distributions the pack's code imports (``name`` or ``name>=x``); validate checks them."""
 
 
 class GoldenActionFile(_Strict):
@@ -63,12 +74,46 @@ class GoldenActionFile(_Strict):
 class HashFile(_Strict):
     enabled: bool = False
     weight: float | None = Field(default=None, ge=0, le=1)
+    description: str = ""
+    """Public style: what the hash check stands for, for the pack's readers (the grade names the verdict)."""
     golden_actions: list[GoldenActionFile] = []
+    expected_state_hash: str | None = None
+    """Public style; refused (a literal digest of another hash algorithm grades nothing here)."""
+
+
+class JsonPathFile(_Strict):
+    """grading.yaml: state_checks.jsonpaths[], in either style.
+
+    Ours: ``path`` plus exactly one operator key. Public: ``op`` + ``expected`` instead of the operator
+    key, ``reason`` for ``description``, ``required``, and ``path_glob`` (a file check over the trial's
+    workspace instead of a JSONPath over its tables).
+    """
+
+    path: str | None = None
+    path_glob: str | None = None
+    description: str = ""
+    reason: str | None = None
+    required: bool | None = None
+    op: str | None = None
+    expected: Any = None
+    equals: Any = None
+    not_equals: Any = None
+    equals_ci: str | None = None
+    contains: Any = None
+    contains_ci: str | None = None
+    exists: bool | None = None
+    greater_than: float | None = None
+    greater_or_equal: float | None = None
+    less_than: float | None = None
+    less_or_equal: float | None = None
+    length: int | None = None
 
 
 class StateChecksFile(_Strict):
     hash: HashFile | None = None
-    jsonpaths: list[JsonPathCheck] = []
+    jsonpaths: list[JsonPathFile] = []
+    files: list[JsonPathFile] | None = None
+    """Public style: file checks; each is a ``path_glob`` check over the trial's workspace."""
 
 
 class CombineFile(_Strict):
@@ -79,9 +124,37 @@ class CombineFile(_Strict):
 
 class CustomChecksFile(_Strict):
     enabled: bool = False
-    file: str = Field(min_length=1)
+    file: str = Field(default="checks.py", min_length=1)
     timeout_seconds: float = Field(default=30.0, gt=0)
-    fail_on_error: bool = False
+    fail_on_error: bool = True
+    """As in public packs: a suite that cannot run fails the grade unless this says false."""
+    interface_version: str | None = None
+    """Public style: the checks_interface version the file was written for ("1.0")."""
+    relative_imports: list[str] = []
+    """Public style: folders (relative to the task's folder) the checks file imports from."""
+    weight: float | None = Field(default=None, ge=0, le=1)
+    """Public style: the suite's weight inside its own aggregate; only 1.0 has a meaning here."""
+
+
+class ToolExpectationsFile(_Strict):
+    """Public style ``tool_expectations`` mapping."""
+
+    required_tools: list[str] = []
+    """Each must be called at least once."""
+    disallowed_tools: list[str] = []
+    """Each must never be called."""
+
+
+class TranscriptRulesFile(_Strict):
+    max_turns: int | None = Field(default=None, gt=0)
+    min_assistant_turns: int | None = Field(default=None, ge=0)
+    must_contain: list[str] = []
+    must_contain_phrases: list[str] = []
+    """Public style: same meaning as ``must_contain``."""
+    disallow_regex: list[str] = []
+    required_actions: list[RequiredAction] = []
+    communicate_info: list[CommunicateInfo] = []
+    tool_expectations: list[ToolExpectation] | ToolExpectationsFile = []
 
 
 class GradingFile(_Strict):
@@ -89,20 +162,41 @@ class GradingFile(_Strict):
 
     combine: CombineFile
     state_checks: StateChecksFile | None = None
-    transcript_rules: TranscriptRulesConfig | None = None
+    transcript_rules: TranscriptRulesFile | None = None
     golden_response: str | None = None
     llm_judge: LLMJudgeConfig | None = None
     custom_checks: CustomChecksFile | None = None
     trace_checks: TraceChecksConfig | None = None
 
 
+class FileCopyFile(BaseModel):
+    """initial_state.filesystem.copy[]: a pack file copied into the trial's workspace."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    from_: str = Field(alias="from", min_length=1)
+    to: str = Field(min_length=1)
+
+
+class FilesystemFile(_Strict):
+    copy_: list[FileCopyFile] = Field(default=[], alias="copy")
+
+
 class InitialStateFile(_Strict):
-    json_db: str | None = None
-    """A JSON file ``{table: [records]}`` or ``{table: {key: record}}``."""
+    json_db: str | dict[str, Any] | None = None
+    """A JSON file (or, public style, the object itself): ``{table: [records]}`` or ``{table: {key: record}}``."""
     tables: dict[str, Any] | None = None
     """Inline tables, instead of ``json_db``."""
     unstable_fields: list[UnstableField] = []
     initialization_actions: list[InitializationAction] = []
+    filesystem: FilesystemFile | None = None
+    """Public style: files placed in the trial's workspace before it starts."""
+    workspace: str | None = None
+    """A pack folder whose files become the trial's workspace."""
+    mock_web: dict[str, Any] | None = None
+    """Public style; refused (no mock web service here)."""
+    rag: dict[str, Any] | None = None
+    """Public style; refused (no retrieval service here)."""
 
 
 class AgentToolsFile(_Strict):
@@ -122,7 +216,15 @@ class ToolsFile(_Strict):
 
 
 class ScriptedTurnFile(_Strict):
-    user: str
+    """One scripted user turn: ``{user: text}``, or public style ``{role: user, content: text}``."""
+
+    user: str | None = None
+    role: str | None = None
+    content: str | None = None
+    if_assistant_contains: str | None = None
+    """Public style; refused (turns are said in order here)."""
+    default: str | None = None
+    """Public style; refused with ``if_assistant_contains``."""
 
 
 class UserSimulatorFile(_Strict):
@@ -130,6 +232,12 @@ class UserSimulatorFile(_Strict):
     persona: str = ""
     backstory: str = ""
     scripted_flow: list[ScriptedTurnFile] = []
+
+
+class ActorsFile(_Strict):
+    """Public style: ``actors.user`` is our ``user_simulator``."""
+
+    user: UserSimulatorFile | None = None
 
 
 class TaskFile(_Strict):
@@ -146,5 +254,8 @@ class TaskFile(_Strict):
     initial_state: InitialStateFile = Field(default_factory=InitialStateFile)
     tools: ToolsFile | None = None
     user_simulator: UserSimulatorFile | None = None
+    actors: ActorsFile | None = None
     policies: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    """Public style: free-form analytics labels; carried, never graded."""
     grading: str | GradingFile | None = None

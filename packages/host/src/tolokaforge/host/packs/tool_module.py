@@ -5,7 +5,7 @@ second pack silently reuse the first one's modules. So each pack root is mounted
 package, ``_tolokaforge_pack_<digest of the root path>``, and its modules are imported beneath it
 (the pack's code imports its own modules relatively, ``from ._common import x``).
 
-The runner never reads the pack from disk: the pack's ``.py`` files travel in the TrialSpec as
+The runner never reads the pack from disk: the pack's text files (code and data) travel in the TrialSpec as
 ``ToolCode(files=...)`` so a runner on another machine loads exactly the same code, with the pack root
 as the bundle root (module paths and the custom-checks file are relative to it).
 """
@@ -24,8 +24,16 @@ from types import ModuleType
 from typing import Any, cast
 
 from tolokaforge.core.models import ToolCode, ToolDescription, ToolSource
+from tolokaforge.core.pack_imports import imported_in_isolation
 
-__all__ = ["PackTool", "ToolModuleError", "bundle_files", "import_tool_module", "mount_pack"]
+__all__ = [
+    "PackTool",
+    "ToolModuleError",
+    "bundle_files",
+    "import_tool_module",
+    "is_module_shaped",
+    "mount_pack",
+]
 
 _PREFIX = "_tolokaforge_pack_"
 _CATEGORIES = ("read", "write", "compute")
@@ -59,10 +67,20 @@ def import_tool_module(root: Path, module_path: str) -> dict[str, PackTool]:
     """Import ``module_path`` (dotted, relative to the pack root) and describe its tools by name."""
     package = mount_pack(root)
     try:
-        module = importlib.import_module(f"{package}.{module_path}")
+        module = imported_in_isolation(f"{package}.{module_path}", root, package)
     except Exception as error:  # the pack's import-time failure is the pack's defect, reported as such
         raise ToolModuleError(f"importing {module_path!r} raised {type(error).__name__}: {error}") from error
     tools: dict[str, PackTool] = {}
+    declared = getattr(module, "TOOLS", None)
+    if isinstance(declared, dict):
+        # Public style: TOOLS maps names to classes that may live in a helper package imported by
+        # sys.path (tau_tools/); the runner finds each by its key in this module's TOOLS.
+        for key, cls in cast(dict[str, Any], declared).items():
+            tool = _describe(cast(type, cls), package, holder=(module_path, str(key)))
+            tools[tool.description.name] = tool
+        if not tools:
+            raise ToolModuleError(f"module {module_path!r} declares no tools (its TOOLS is empty)")
+        return tools
     for cls in _tool_classes(module):
         tool = _describe(cls, package)
         if tool.description.name in tools:
@@ -71,6 +89,20 @@ def import_tool_module(root: Path, module_path: str) -> dict[str, PackTool]:
     if not tools:
         raise ToolModuleError(f"module {module_path!r} declares no tool classes (TOOLS is empty or missing)")
     return tools
+
+
+def is_module_shaped(root: Path, module_path: str) -> bool:
+    """Whether an ``mcp_server`` file is a plain module of tools rather than a server to run.
+
+    Such a module (public style) exposes ``TOOLS`` as a name -> class dict and ``invoke_tool``; it
+    never starts a server, so its tools are loaded as python tools.
+    """
+    package = mount_pack(root)
+    try:
+        module = imported_in_isolation(f"{package}.{module_path}", root, package)
+    except Exception as error:  # reported as the pack's defect, like any tool module
+        raise ToolModuleError(f"importing {module_path!r} raised {type(error).__name__}: {error}") from error
+    return isinstance(getattr(module, "TOOLS", None), dict) and callable(getattr(module, "invoke_tool", None))
 
 
 def _tool_classes(module: ModuleType) -> list[type]:
@@ -85,7 +117,8 @@ def _tool_classes(module: ModuleType) -> list[type]:
     ]
 
 
-def _describe(cls: type, package: str) -> PackTool:
+def _describe(cls: type, package: str, *, holder: tuple[str, str] | None = None) -> PackTool:
+    """``holder`` (module path, TOOLS key) names where a dict-declared class is found instead of its module."""
     label = getattr(cls, "__name__", repr(cls))
     get_info = getattr(cls, "get_info", None)
     if not callable(get_info) or not callable(getattr(cls, "invoke", None)):
@@ -97,8 +130,9 @@ def _describe(cls: type, package: str) -> PackTool:
     except Exception as error:
         raise ToolModuleError(f"{label}.get_info() is not an OpenAI function schema: {error}") from error
     module_name = cls.__module__
-    if not module_name.startswith(package + "."):
+    if holder is None and not module_name.startswith(package + "."):
         raise ToolModuleError(f"tool class {label} is defined outside the pack ({module_name})")
+    module_path, class_name = holder or (module_name[len(package) + 1 :], cls.__name__)
     category = getattr(cls, "category", None)
     timeout = getattr(cls, "timeout_s", None)
     side = getattr(cls, "side", None)
@@ -106,7 +140,7 @@ def _describe(cls: type, package: str) -> PackTool:
         name=name,
         description=str(function.get("description", "")),
         parameters=cast(dict[str, Any], function.get("parameters") or {"type": "object", "properties": {}}),
-        source=ToolSource(module_path=module_name[len(package) + 1 :], class_name=cls.__name__),
+        source=ToolSource(module_path=module_path, class_name=class_name),
         category=category if category in _CATEGORIES else None,
         timeout_s=float(timeout) if isinstance(timeout, int | float) and timeout > 0 else None,
     )
@@ -114,11 +148,21 @@ def _describe(cls: type, package: str) -> PackTool:
 
 
 def bundle_files(root: Path) -> ToolCode:
-    """Every ``.py`` file of the pack, by POSIX path relative to the root (caches and hidden dirs left out)."""
+    """Every text file of the pack by POSIX path relative to the root: code, and the data it opens.
+
+    A tool or server that reads a file relative to itself (JSON data, wiki pages) finds it on a
+    remote runner too. Caches, hidden folders and files that are not UTF-8 text stay behind (the
+    bundle carries text).
+    """
     files: dict[str, str] = {}
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
-        if any(part == "__pycache__" or part.startswith(".") for part in relative.parts):
+        if not path.is_file() or any(
+            part == "__pycache__" or part.startswith(".") for part in relative.parts
+        ):
             continue
-        files[relative.as_posix()] = path.read_text(encoding="utf-8")
+        try:
+            files[relative.as_posix()] = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
     return ToolCode(files=files)

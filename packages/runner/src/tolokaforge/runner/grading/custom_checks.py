@@ -1,16 +1,15 @@
 """Custom checks: the pack's own Python checks, run in a separate process with a deadline.
 
-The checks file (``custom_checks.file``, relative to the task's code root) defines functions named
-``check_<name>(state, transcript)`` returning ``{"status": "passed"|"failed"|"skipped", "score": float,
-"message": str}`` (``details`` optional). They run in a fresh interpreter -- a supervised child in
-its own session, under the runner's limits, with a scrubbed environment and no network -- so that a
-check cannot touch the runner, hang it, or crash it, and whatever it starts dies with it; each check's
-exception becomes an ``error`` row.
+The checks file (``custom_checks.file``, relative to the task's code root) is run by the harness in
+``tolokaforge.core.grading.checks_runner`` in a fresh interpreter -- a supervised child in its own
+session, under the runner's limits, with a scrubbed environment -- so a check cannot touch the runner,
+hang it, or crash it, and whatever it starts dies with it. Both styles run: ``@init``/``@check`` functions (checks_interface) receiving the
+CheckContext, and ``check_<name>(state, transcript)`` functions. The checks file's folder and every
+``relative_imports`` folder come first on its ``sys.path``.
 
-Score: the mean score of the checks that reached a verdict (passed / failed). No verdict at all, or a
-suite that failed to run, leaves the component unscored -- unless ``fail_on_error`` is set, which turns
-either a suite failure or any erroring check into a 0.0. The segment is emitted whenever the evaluator
-has something to say, because under ``fail_on_error: false`` it is the only account of why.
+Score: the mean score of the checks that reached a verdict. Under ``fail_on_error`` (the default) a
+suite that fails to run, or any check that errors, scores 0.0; under an explicit ``false`` the
+component is unscored and the segment says so, so a check never vanishes from a grade unseen.
 """
 
 from __future__ import annotations
@@ -18,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,60 +29,64 @@ from ..process.sandbox import Limits, scrubbed_env
 from ..process.supervisor import Supervised, launcher_argv
 from .component import ComponentResult
 
-__all__ = ["run_custom_checks"]
+__all__ = ["CheckEvidence", "run_custom_checks"]
 
-# Runs in the child interpreter: load the file, call every check_* function, print one JSON line.
-_HARNESS = r"""
-import importlib.util, json, sys, traceback
-payload = json.load(sys.stdin)
-spec = importlib.util.spec_from_file_location("tolokaforge_custom_checks", payload["file"])
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-rows = []
-for name in sorted(n for n in dir(module) if n.startswith("check_") and callable(getattr(module, n))):
-    try:
-        result = getattr(module, name)(payload["state"], payload["transcript"])
-        if not isinstance(result, dict):
-            raise TypeError(f"returned {type(result).__name__}, expected a dict")
-        rows.append({"name": name[len("check_"):], "result": result})
-    except Exception as error:
-        rows.append({"name": name[len("check_"):], "error": f"{type(error).__name__}: {error}"})
-sys.stdout.write("\n" + json.dumps(rows, default=str) + "\n")
-"""
+HARNESS_MODULE = "tolokaforge.core.grading.checks_runner"
+_UNSCORED = "unscored (fail_on_error: false)"
 
-_STATUSES = ("passed", "failed", "skipped")
+
+@dataclass(frozen=True)
+class CheckEvidence:
+    """What a checks file reads: the tables before and after, the transcript wire, the task."""
+
+    final_state: Mapping[str, Any]
+    transcript: list[dict[str, Any]]
+    initial_state: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    task: Mapping[str, str] = field(default_factory=dict[str, str])
+    failed_call_ids: tuple[str, ...] = ()
 
 
 async def run_custom_checks(
     config: CustomChecksConfig,
     code_root: Path | None,
-    state: dict[str, Any],
-    transcript: list[dict[str, Any]],
+    evidence: CheckEvidence,
     *,
     limits: Limits | None = None,
 ) -> ComponentResult:
     try:
-        rows = await _run_suite(config, code_root, state, transcript, limits or Limits())
+        rows = await _run_suite(config, code_root, evidence, limits or Limits())
     except _SuiteError as error:
-        score = 0.0 if config.fail_on_error else None
-        return ComponentResult("custom_checks", score, f"Custom checks: the suite failed to run — {error}")
+        if config.fail_on_error:
+            return ComponentResult(
+                "custom_checks", 0.0, f"Custom checks: score=0.00, the suite failed to run — {error}"
+            )
+        return ComponentResult(
+            "custom_checks", None, f"Custom checks: {_UNSCORED}, the suite failed to run — {error}"
+        )
     results = [_to_result(row) for row in rows]
     verdicts = [r for r in results if r.status in ("passed", "failed")]
     errored = [r for r in results if r.status == "error"]
     not_passed = [f"{r.check_name} {r.status}: {r.message}" for r in results if r.status != "passed"]
     if not verdicts:
         score = 0.0 if config.fail_on_error and errored else None
-        detail = "; ".join(not_passed) or "the file declares no check_ functions"
+        detail = "; ".join(not_passed) or "the file declares no checks"
+        lead = "score=0.00" if score is not None else (_UNSCORED if errored else "unscored")
         return ComponentResult(
             "custom_checks",
             score,
-            f"Custom checks: no check reached a verdict — {detail}",
+            f"Custom checks: {lead}, no check reached a verdict — {detail}",
             extra={"rows": results},
         )
-    score = 0.0 if config.fail_on_error and errored else sum(r.score for r in verdicts) / len(verdicts)
+    mean = sum(r.score for r in verdicts) / len(verdicts)
+    score = 0.0 if config.fail_on_error and errored else mean
     counts = f"{sum(r.status == 'passed' for r in results)} passed, {sum(r.status == 'failed' for r in results)} failed"
     counts += f", {sum(r.status == 'skipped' for r in results)} skipped, {len(errored)} errored"
-    segment = f"Custom checks: score={score:.2f} ({counts})" + (
+    note = (
+        f"; errored checks not counted ({_UNSCORED[len('unscored ') :]})"
+        if errored and not config.fail_on_error
+        else ""
+    )
+    segment = f"Custom checks: score={score:.2f} ({counts}){note}" + (
         f"; {'; '.join(not_passed)}" if not_passed else ""
     )
     return ComponentResult("custom_checks", score, segment, extra={"rows": results})
@@ -92,20 +97,23 @@ class _SuiteError(Exception):
 
 
 async def _run_suite(
-    config: CustomChecksConfig,
-    code_root: Path | None,
-    state: dict[str, Any],
-    transcript: list[dict[str, Any]],
-    limits: Limits,
+    config: CustomChecksConfig, code_root: Path | None, evidence: CheckEvidence, limits: Limits
 ) -> list[dict[str, Any]]:
     if code_root is None:
         raise _SuiteError(f"{config.file!r}: the task ships no code (tool_code) to find it in")
-    path = (code_root / config.file).resolve()
-    if not path.is_relative_to(code_root.resolve()) or not path.is_file():
+    root = code_root.resolve()
+    path = (root / config.file).resolve()
+    if not path.is_relative_to(root) or not path.is_file():
         raise _SuiteError(f"{config.file!r} is not a file inside the task's code")
+    search = [str(path.parent)]
+    for relative in config.relative_imports:
+        folder = (root / relative).resolve()
+        if not folder.is_relative_to(root) or not folder.is_dir():
+            raise _SuiteError(f"relative_imports: {relative!r} is not a folder inside the task's code")
+        search.append(str(folder))
     env = scrubbed_env({}, home=str(code_root))
     child = await Supervised.spawn(
-        launcher_argv(limits, [sys.executable, "-I", "-c", _HARNESS], env),
+        launcher_argv(limits, [sys.executable, "-I", "-m", HARNESS_MODULE], env),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -113,7 +121,18 @@ async def _run_suite(
         env=env,
     )
     process = child.process
-    payload = json.dumps({"file": str(path), "state": state, "transcript": transcript}, default=str).encode()
+    payload = json.dumps(
+        {
+            "file": str(path),
+            "search_paths": search,
+            "final_state": evidence.final_state,
+            "initial_state": evidence.initial_state,
+            "transcript": evidence.transcript,
+            "failed_call_ids": list(evidence.failed_call_ids),
+            "task": evidence.task,
+        },
+        default=str,
+    ).encode()
     try:
         stdout, stderr = await asyncio.wait_for(process.communicate(payload), timeout=config.timeout_seconds)
     except TimeoutError:
@@ -130,6 +149,9 @@ async def _run_suite(
     except (ValueError, IndexError) as error:
         raise _SuiteError(f"the harness printed no result ({error})") from error
     return rows
+
+
+_STATUSES = ("passed", "failed", "skipped")
 
 
 def _to_result(row: dict[str, Any]) -> CustomCheckResult:

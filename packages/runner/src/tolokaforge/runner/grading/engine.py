@@ -35,7 +35,8 @@ from ..errors import (
 from ..executor import ToolExecutor
 from ..trial import TrialContext
 from .component import ComponentResult, KeyLedger
-from .custom_checks import run_custom_checks
+from .custom_checks import CheckEvidence, run_custom_checks
+from .file_checks import evaluate_file_checks
 from .fold import fold
 from .golden import resolve_golden_action_names
 from .hash_replay import grade_hash
@@ -120,7 +121,7 @@ async def _grade(
         else:
             ledger.evaluate("custom_checks")
             custom = await run_custom_checks(
-                config.custom_checks, _code_root(trial), trial.mirror.tables, _transcript_dicts(messages)
+                config.custom_checks, _code_root(trial), _check_evidence(trial, messages)
             )
             custom_rows = custom.extra.get("rows", [])
             results.append(custom)
@@ -190,6 +191,11 @@ async def _state_checks(
     if state_checks is None:
         return None
     parts: list[ComponentResult] = []
+    files: ComponentResult | None = None
+    if state_checks.files:
+        # Before the golden replay, which may write files of its own into this workspace.
+        ledger.evaluate("state_checks.files")
+        files = evaluate_file_checks(state_checks.files, trial.workspace)
     if state_checks.hash_enabled:
         ledger.evaluate("state_checks.hash.enabled", "state_checks.hash.golden_actions")
         try:
@@ -200,10 +206,14 @@ async def _state_checks(
             raise HashGradingFailed(f"{type(error).__name__}: {error}") from error
     elif state_checks.golden_actions:
         ledger.skip("skipped: hash grading not enabled", "state_checks.hash.golden_actions")
+    jsonpaths: ComponentResult | None = None
     if state_checks.jsonpaths:
         ledger.evaluate("state_checks.jsonpaths")
         async with trial.lock:
-            parts.append(evaluate_jsonpaths(state_checks.jsonpaths, trial.mirror.tables))
+            jsonpaths = evaluate_jsonpaths(state_checks.jsonpaths, trial.mirror.tables)
+    checks = _checks_part(jsonpaths, len(state_checks.jsonpaths), files, len(state_checks.files))
+    if checks is not None:
+        parts.append(checks)
     if not parts:
         return None
     notes: list[str] = []
@@ -226,6 +236,20 @@ async def _state_checks(
     segment = " | ".join(p.segment for p in parts)
     extra = {k: v for p in parts for k, v in p.extra.items()}
     return ComponentResult("state_checks", score, segment, notes=notes, extra=extra)
+
+
+def _checks_part(
+    jsonpaths: ComponentResult | None, n_jsonpaths: int, files: ComponentResult | None, n_files: int
+) -> ComponentResult | None:
+    """JSONPath and file checks score as one set of assertions: the fraction of all that hold."""
+    present = [(part, n) for part, n in ((jsonpaths, n_jsonpaths), (files, n_files)) if part is not None]
+    if not present:
+        return None
+    if len(present) == 1:
+        return present[0][0]
+    held = sum((part.score or 0.0) * n for part, n in present)
+    segment = " | ".join(part.segment for part, _ in present)
+    return ComponentResult("checks", held / (n_jsonpaths + n_files), segment)
 
 
 def _decode(trial_id: str, payload: str) -> tuple[str | None, list[Message] | None]:
@@ -267,6 +291,22 @@ def _configured_components(ledger: KeyLedger) -> list[str]:
     asked = {key.split(".")[0] for key in ledger.evaluated}
     asked |= {key.split(".")[0] for key, reason in ledger.skipped.items() if reason in _EVIDENCE_SKIPS}
     return sorted(asked)
+
+
+def _check_evidence(trial: TrialContext, messages: list[Message] | None) -> CheckEvidence:
+    task = trial.spec.task
+    return CheckEvidence(
+        final_state=trial.mirror.tables,
+        transcript=_transcript_dicts(messages),
+        initial_state=task.initial_state.tables,
+        task={
+            "task_id": task.task_id,
+            "name": task.name,
+            "description": task.description,
+            "category": task.category,
+        },
+        failed_call_ids=tuple(call.call_id for call in trial.history if call.status != "success"),
+    )
 
 
 def _code_root(trial: TrialContext) -> Path | None:

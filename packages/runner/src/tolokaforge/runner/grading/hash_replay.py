@@ -20,6 +20,7 @@ from tolokaforge.db import NotFoundError
 from ..errors import HashGradingFailed
 from ..executor import ToolExecutor
 from ..registry import INITIALIZED_SNAPSHOT
+from ..tools.state_sync import push_state
 from ..trial import TrialContext
 from .component import ComponentResult
 
@@ -50,6 +51,7 @@ async def grade_hash(
             else:
                 await client.reset(trial_id)
             await trial.mirror.reload()
+            await push_state(trial.sources, trial.mirror.tables)
             for index, (name, action) in enumerate(zip(resolved, actions, strict=True)):
                 outcome = await executor.call_locked(
                     trial,
@@ -72,6 +74,7 @@ async def grade_hash(
                 await trial.mirror.reload()
             else:
                 trial.mirror.put_back(saved, restored.version)
+            await push_state(trial.sources, trial.mirror.tables)
         if golden_state is None:
             return ComponentResult("hash", 1.0, "State: hash match")
         trial_state = (await client.get_state(trial_id, stable=True)).tables

@@ -20,6 +20,7 @@ __all__ = ["check_ledger", "populated_scored_keys"]
 _EVALUATORS = {
     "state_checks.hash": "hash replay (grading/hash_replay.py)",
     "state_checks.jsonpaths": "JSONPath checks (grading/jsonpath_checks.py)",
+    "state_checks.files": "file checks (grading/file_checks.py)",
     "transcript_rules": "transcript rules (grading/transcript_rules.py)",
     "custom_checks": "custom checks (grading/custom_checks.py)",
     "llm_judge": "the rubric judge (grading/judge/)",
@@ -37,6 +38,8 @@ def populated_scored_keys(config: GradingConfig) -> list[str]:
             keys.append("state_checks.hash.golden_actions")
         if state.jsonpaths:
             keys.append("state_checks.jsonpaths")
+        if state.files:
+            keys.append("state_checks.files")
     if config.transcript_rules is not None:
         keys.extend(populated_transcript_keys(config.transcript_rules))
     if config.llm_judge is not None:

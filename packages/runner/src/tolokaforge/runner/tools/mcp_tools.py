@@ -7,6 +7,12 @@ the calls use the session it publishes. The server keeps its tables in the DB se
 that moved the store's version (``writes_state``). Its stderr goes to a log file, never to a pipe
 nobody reads, so a server that logs on every call cannot block.
 
+A server that keeps its tables in its own process instead (tolokaforge.core.tools_interface) serves
+the hidden state tools ``_tolokaforge_get_state_`` / ``_tolokaforge_set_state_``. They are never
+offered to the model: the runner sets the trial's state through them (:meth:`McpSource.push_state`,
+after start, restart, reset and restore) and, after every call, reads the server's tables back and
+hands them to ``on_state``, which commits the difference to the store (state_sync.py).
+
 Outcomes: ``isError`` -> execution_failed; a JSON-RPC error -> the fitting category; the connection
 closing under a call -> process_crashed (kernel-synthesized).
 """
@@ -16,9 +22,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import mcp_types
 from jsonschema import Draft202012Validator
@@ -30,6 +36,7 @@ from mcp.shared.exceptions import MCPError
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.models import ToolDescription, ToolSource
+from tolokaforge.core.tools_interface import GET_STATE_TOOL, SET_STATE_TOOL, STATE_TOOLS
 
 from ..errors import ToolFailure, ToolLoadError
 from .remote import CallInfo, OperationSpec, Reply, ReplyError
@@ -61,6 +68,12 @@ class McpSource:
         self._task: asyncio.Task[None] | None = None
         self._start_lock = asyncio.Lock()
         self._tool_names: list[str] = []
+        self.syncs_state = False
+        """The server keeps its tables in-process and serves the hidden state tools."""
+        self.on_state: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+        """Receives the server's tables after every call (set by the registry for a syncing server)."""
+        self.current_state: Callable[[], Mapping[str, Any]] | None = None
+        """The trial's tables, pushed to a syncing server again when it restarts."""
 
     @property
     def identity(self) -> str:
@@ -78,8 +91,53 @@ class McpSource:
             cursor = page.next_cursor
             if not cursor:
                 break
-        self._tool_names = [tool.name for tool in tools]
-        return [_describe_tool(self.name, tool) for tool in tools]
+        names = {tool.name for tool in tools}
+        self.syncs_state = names >= STATE_TOOLS
+        offered = [tool for tool in tools if tool.name not in STATE_TOOLS]
+        self._tool_names = [tool.name for tool in offered]
+        return [_describe_tool(self.name, tool) for tool in offered]
+
+    async def push_state(self, tables: Mapping[str, Any]) -> None:
+        """Replace a syncing server's tables with the trial's (a no-op for a server that does not sync)."""
+        if not self.syncs_state:
+            return
+        session = await self._ensure_started()
+        await self._state_call(session, SET_STATE_TOOL, {"state_json": json.dumps(tables, default=str)})
+
+    async def pull_state(self) -> dict[str, Any]:
+        session = await self._ensure_started()
+        text = await self._state_call(session, GET_STATE_TOOL, {})
+        try:
+            tables = json.loads(text)
+        except ValueError as error:
+            raise self._state_failure(f"its state is not JSON: {error}") from error
+        if not isinstance(tables, dict):
+            raise self._state_failure("its state is not a JSON object of tables")
+        return cast(dict[str, Any], tables)
+
+    async def _state_call(self, session: ClientSession, tool: str, arguments: dict[str, Any]) -> str:
+        try:
+            result = await session.call_tool(tool, arguments)
+        except MCPError as error:
+            if error.code == mcp_types.CONNECTION_CLOSED:
+                raise await self._crashed(tool, error.message) from error
+            raise self._state_failure(f"{tool} answered MCP error {error.code}: {error.message}") from error
+        text = _render(result.content)
+        if result.is_error:
+            raise self._state_failure(f"{tool} failed: {text}")
+        return text
+
+    def _state_failure(self, message: str) -> ToolFailure:
+        return ToolFailure(
+            ExecutionStatus.ERROR,
+            ToolErrorCategory.UNKNOWN,
+            f"MCP server {self.name!r} could not sync the trial's state: {message}",
+            details={"server": self.name},
+        )
+
+    async def _sync_back(self) -> None:
+        if self.syncs_state and self.on_state is not None:
+            await self.on_state(await self.pull_state())
 
     async def invoke(self, operation: str, arguments: Mapping[str, Any], call: CallInfo) -> Reply:
         session = await self._ensure_started()
@@ -101,6 +159,8 @@ class McpSource:
                 f"MCP server {self.name!r} broke the protocol during {operation!r}: {error}",
                 details={"protocol_violation": str(error), "server": self.name, "operation": operation},
             ) from error
+        # Whatever the tool answered, it may have changed the server's tables: read them back first.
+        await self._sync_back()
         text = _render(result.content)
         if result.is_error:
             return Reply(error=ReplyError(ToolErrorCategory.EXECUTION_FAILED, text or "the tool failed"))
@@ -122,7 +182,15 @@ class McpSource:
                 return self._session
             await self._shutdown()
             try:
-                return await self._start()
+                session = await self._start()
+                if self.syncs_state and self.current_state is not None:
+                    # A restarted server lost its tables: give it the trial's again before any call.
+                    await self._state_call(
+                        session,
+                        SET_STATE_TOOL,
+                        {"state_json": json.dumps(dict(self.current_state()), default=str)},
+                    )
+                return session
             except ToolLoadError as error:
                 raise ToolFailure(
                     ExecutionStatus.ERROR,

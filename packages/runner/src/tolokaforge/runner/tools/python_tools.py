@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from jsonschema import Draft202012Validator
 
@@ -73,7 +73,13 @@ def worker_tool(description: ToolDescription) -> WorkerTool:
 def load_python_tool(description: ToolDescription, bundle: CodeBundle) -> PythonTool:
     source = description.source
     module = bundle.import_module(source.module_path)
-    target = getattr(module, source.class_name, None)
+    declared: object = getattr(module, "TOOLS", None)
+    target: Any = None
+    if isinstance(declared, dict):
+        # A module whose TOOLS maps names to classes is found by key (the class may live elsewhere).
+        target = cast(dict[str, Any], declared).get(source.class_name)
+    if target is None:
+        target = getattr(module, source.class_name, None)
     if target is None:
         raise ToolLoadError(
             f"tool {description.name!r}: {source.module_path} has no class {source.class_name!r}"

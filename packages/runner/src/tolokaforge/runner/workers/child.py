@@ -20,7 +20,7 @@ import os
 import sys
 import threading
 import traceback
-from typing import Any
+from typing import Any, cast
 
 from tolokaforge.runner.process.sandbox import Limits, apply
 
@@ -47,13 +47,18 @@ def _import_tools(
     problems: dict[str, str] = {}
     for key, (module_path, class_name) in tools.items():
         try:
-            target = getattr(importlib.import_module(f"{package}.{module_path}"), class_name, None)
+            imported = importlib.import_module(f"{package}.{module_path}")
         except ModuleNotFoundError as error:
             problems[key] = f"module {module_path!r} not found in the task's code at {root}: {error}"
             continue
         except BaseException as error:  # pack code raising at import time is the pack's defect
             problems[key] = f"importing {module_path!r} from {root} raised {type(error).__name__}: {error}"
             continue
+        # A module whose TOOLS maps names to classes (public style) is searched by key first.
+        declared: object = getattr(imported, "TOOLS", None)
+        target: Any = cast(dict[str, Any], declared).get(class_name) if isinstance(declared, dict) else None
+        if target is None:
+            target = getattr(imported, class_name, None)
         if target is None:
             problems[key] = f"{module_path} has no class {class_name!r}"
         elif not callable(getattr(target, "invoke", None)):

@@ -1,7 +1,7 @@
 """contracts/openapi/db-service.yaml: a valid OpenAPI 3.1 document covering the spec's DB endpoints.
 
-The endpoint list is the original protocol's DB Service list (docs/protocol/db-service.md#endpoints); the two additions (a multi-table
-atomic PATCH and snapshot deletion) are named here so that any other drift fails.
+The endpoint list is the original protocol's DB Service list (docs/protocol/db-service.md#endpoints); the three additions (a multi-table
+atomic PATCH, snapshot deletion, lease renewal) are named here so that any other drift fails.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ ADDED_ENDPOINTS = {
         "/trials/{trial_id}/state",
     ),  # one atomic batch over several tables (a tool call's write-through)
     ("delete", "/trials/{trial_id}/snapshots/{snapshot_name}"),  # grading leaves no snapshot behind
+    ("post", "/owners/{owner}/lease"),  # a runner keeps its trials' leases alive (docs/faults.md)
 }
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 

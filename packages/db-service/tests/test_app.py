@@ -8,6 +8,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+import yarl
 from starlette.routing import Route
 
 from tolokaforge.db.app import DOC_PATHS, create_app
@@ -157,3 +158,29 @@ async def test_concrete_paths_win_over_templated_ones_as_in_openapi(
     assert (await _call(http, "PATCH", f"/trials/{trial}/state", change))[0] == 200
     status, body = await _call(http, "GET", f"/trials/{trial}/state/stable")
     assert status == 200 and body["tables"] == {"stable": [{}], "hash": {}}
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/health/", "/trials/{trial}/state/", "/trials/{trial}/state/hash/", "/trials/{trial}/%2e%2e%2fstate",
+     "/trials/%2e%2e%2f{trial}/state", "/trials/{trial}//state"],
+)  # fmt: skip
+async def test_no_redirect_every_odd_spelling_answers_the_error_body(
+    http: Http, new_trial_id: Callable[[], str], path: str
+) -> None:
+    base_url, session = http
+    trial = new_trial_id()
+    url = yarl.URL(base_url + path.format(trial=trial), encoded=True)
+    async with session.get(url, allow_redirects=False) as response:
+        body = json.loads(await response.read())
+        assert response.status in (404, 422), response.status
+        assert set(body) == {"error", "message", "details"}
+        assert "location" not in response.headers
+
+
+async def test_the_contract_states_what_record_schemas_it_accepts(spec: ApiSpec) -> None:
+    # Two entries for one table and a record_schema that is not a JSON Schema are refused with 422, and
+    # the contract says so where a client reads the shape.
+    schemas = spec.document["components"]["schemas"]
+    assert "422" in schemas["InitRequest"]["properties"]["schemas"]["description"]
+    assert "422" in schemas["TableSchema"]["properties"]["record_schema"]["description"]

@@ -14,7 +14,7 @@ from tolokaforge.runner.cli import ENV_PREFIX, RunnerOptions, parse_options
 def test_every_option_has_a_variable_under_the_runner_prefix() -> None:
     env = {env_var(ENV_PREFIX, name): value for name, value in
            {"host": "127.0.0.2", "port": "6000", "db_url": "http://127.0.0.1:1", "tool_timeout": "2.5",
-            "isolation": "thread"}.items()}  # fmt: skip
+            "isolation": "thread", "lease": "4"}.items()}  # fmt: skip
     options = parse_options([], env)
     assert options == RunnerOptions(
         host="127.0.0.2",
@@ -23,10 +23,23 @@ def test_every_option_has_a_variable_under_the_runner_prefix() -> None:
         db_url="http://127.0.0.1:1",
         tool_timeout=2.5,
         isolation="thread",
+        lease=4,
     )
     assert parse_options(["--port", "7000"], env).port == 7000  # a flag wins over its variable
     assert parse_options(["--isolation", "process"], env).isolation == "process"
-    assert set(RunnerOptions.model_fields) == {"host", "port", "store", "db_url", "tool_timeout", "isolation"}
+    assert set(RunnerOptions.model_fields) == {
+        "host",
+        "port",
+        "store",
+        "db_url",
+        "tool_timeout",
+        "isolation",
+        "lease",
+        "max_message_bytes",
+        "idle_timeout",
+        "receive_timeout",
+        "max_streams",
+    }
 
 
 def test_store_and_db_url_must_agree() -> None:

@@ -20,6 +20,7 @@ from .errors import (
     DBServiceError,
     NotFoundError,
     PayloadTooLargeError,
+    StoreUnreachableError,
     ValidationFailedError,
 )
 from .http_client import HttpStateClient
@@ -45,6 +46,7 @@ __all__ = [
     "StateClient",
     "StateHashes",
     "Store",
+    "StoreUnreachableError",
     "TrialInit",
     "ValidationFailedError",
     "VersionedState",

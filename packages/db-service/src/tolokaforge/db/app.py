@@ -129,8 +129,11 @@ class _Endpoints:
         return _json(await self.service.reset(self._path(request, "trial_id")))
 
     async def delete_trial(self, request: Request) -> Response:
-        await self.service.delete_trial(self._path(request, "trial_id"))
+        await self.service.delete_trial(self._path(request, "trial_id"), request.query_params.get("owner"))
         return Response(status_code=204)
+
+    async def renew_lease(self, request: Request) -> Response:
+        return _json(await self.service.renew_lease(self._path(request, "owner")))
 
 
 class _ContractRoute(Route):
@@ -178,6 +181,7 @@ def _routes(endpoints: _Endpoints, spec: ApiSpec) -> list[BaseRoute]:
         ],
         "/trials/{trial_id}/snapshots/{snapshot_name}/restore": [("POST", endpoints.restore_snapshot)],
         "/trials/{trial_id}/reset": [("POST", endpoints.reset)],
+        "/owners/{owner}/lease": [("POST", endpoints.renew_lease)],
     }
     document_json = json.dumps(spec.document).encode("utf-8")
     document_yaml = spec.text.encode("utf-8")
@@ -267,5 +271,8 @@ def create_app(
         exception_handlers={HTTPException: _http_exception_handler(routes), DBServiceError: _service_error},
         lifespan=lifespan,
     )
+    # No redirect for a trailing slash (or a path that normalises to another route): a 307 carries no
+    # Error body, and the contract's paths have exactly one spelling. Such paths answer 404 with one.
+    app.router.redirect_slashes = False
     app.state.service = service
     return app

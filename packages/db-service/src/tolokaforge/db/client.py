@@ -56,9 +56,12 @@ class StateClient(Protocol):
         *,
         schemas: Sequence[Mapping[str, Any]] = (),
         unstable_fields: Sequence[Mapping[str, Any]] = (),
+        owner: str | None = None,
+        lease_seconds: float | None = None,
     ) -> StateHashes:
         """Create the trial at version 0. ``schemas`` are TableSchema objects, ``unstable_fields``
-        UnstableField objects. Raises ConflictError when the trial exists."""
+        UnstableField objects; ``owner`` and ``lease_seconds`` (together) claim it for one runner
+        incarnation. Raises ConflictError when the trial exists and is not reclaimable."""
         ...
 
     async def get_state(
@@ -85,7 +88,13 @@ class StateClient(Protocol):
 
     async def reset(self, trial_id: str) -> StateHashes: ...
 
-    async def delete_trial(self, trial_id: str) -> None: ...
+    async def delete_trial(self, trial_id: str, *, owner: str | None = None) -> None:
+        """Delete the trial; with ``owner``, ConflictError when another owner's live lease holds it."""
+        ...
+
+    async def renew_lease(self, owner: str) -> int:
+        """Extend the lease of every trial ``owner`` holds; return how many."""
+        ...
 
     async def health(self) -> HealthInfo: ...
 

@@ -5,7 +5,8 @@
     ├── NotFoundError              404  unknown trial, table, snapshot or record
     ├── ConflictError              409  trial/snapshot exists, key taken, ambiguous selector, stale version
     ├── PayloadTooLargeError       413  body over the size limit
-    └── ValidationFailedError      422  parses but violates the contract (or a table's record schema)
+    ├── ValidationFailedError      422  parses but violates the contract (or a table's record schema)
+    └── StoreUnreachableError      (client side only) no answer: refused, reset, timed out, reply lost
 
 The app maps each class to its status once; the HTTP client maps a status back to the same class, so
 code using either client catches the same exceptions.
@@ -21,6 +22,7 @@ __all__ = [
     "DBServiceError",
     "NotFoundError",
     "PayloadTooLargeError",
+    "StoreUnreachableError",
     "ValidationFailedError",
 ]
 
@@ -63,3 +65,19 @@ class PayloadTooLargeError(DBServiceError):
 class ValidationFailedError(DBServiceError):
     code = "validation_error"
     status = 422
+
+
+class StoreUnreachableError(DBServiceError):
+    """No answer came back: the service was not reached, or the reply was lost on the way.
+
+    Raised by clients, never answered by the service. ``outcome_unknown`` is true when the request may
+    have reached the service (the connection broke after it was sent, or the wait timed out): a write
+    may then have been applied, so the caller must re-read the trial before trusting its own copy.
+    """
+
+    code = "unavailable"
+    status = 503
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None, *, outcome_unknown: bool) -> None:
+        super().__init__(message, details)
+        self.outcome_unknown = outcome_unknown

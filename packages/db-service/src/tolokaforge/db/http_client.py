@@ -5,7 +5,7 @@ aiohttp keeps its throughput with many requests in flight where httpx.AsyncClien
 magnitude. One session (one connection pool) per client; share the client between tasks.
 
 Error answers map back to the errors.py class of their status, so code catches the same exceptions
-whichever client it holds. Transport failures (refused connection, timeout) raise aiohttp's own errors.
+whichever client it holds. Transport failures (refused connection, timeout, a lost reply) raise StoreUnreachableError.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from tolokaforge.db.errors import (
     DBServiceError,
     NotFoundError,
     PayloadTooLargeError,
+    StoreUnreachableError,
     ValidationFailedError,
 )
 from tolokaforge.db.spec import ApiSpec
@@ -71,16 +72,31 @@ class HttpStateClient:
 
     async def _call(self, method: str, path: str, body: Any = None, params: Any = None) -> Any:
         data = None if body is None else dump_body(body)
-        async with self._session.request(
-            method,
-            self._base + path,
-            data=data,
-            params=params,
-            headers=_JSON_HEADERS if data is not None else None,
-        ) as response:
-            payload = await response.read()
-            if response.status >= 400:
-                raise _error(response.status, payload)
+        try:
+            async with self._session.request(
+                method,
+                self._base + path,
+                data=data,
+                params=params,
+                headers=_JSON_HEADERS if data is not None else None,
+            ) as response:
+                payload = await response.read()
+        except aiohttp.ClientConnectorError as error:
+            # Never connected: the request was not sent, so nothing of it can have been applied.
+            raise StoreUnreachableError(
+                f"the DB service at {self._base} is unreachable: {error}",
+                {"method": method, "path": path},
+                outcome_unknown=False,
+            ) from error
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise StoreUnreachableError(
+                f"no answer from the DB service at {self._base} to {method} {path}: "
+                f"{type(error).__name__}: {error}",
+                {"method": method, "path": path},
+                outcome_unknown=True,
+            ) from error
+        if response.status >= 400:
+            raise _error(response.status, payload)
         return json.loads(payload) if payload else None
 
     @staticmethod
@@ -101,9 +117,17 @@ class HttpStateClient:
         *,
         schemas: Sequence[Mapping[str, Any]] = (),
         unstable_fields: Sequence[Mapping[str, Any]] = (),
+        owner: str | None = None,
+        lease_seconds: float | None = None,
     ) -> StateHashes:
         """Create the trial; the full hash comes from a second request (TrialInfo carries the stable one)."""
-        body = {"tables": tables, "schemas": list(schemas), "unstable_fields": list(unstable_fields)}
+        body: dict[str, Any] = {
+            "tables": tables,
+            "schemas": list(schemas),
+            "unstable_fields": list(unstable_fields),
+        }
+        if owner is not None or lease_seconds is not None:
+            body["owner"], body["lease_seconds"] = owner, lease_seconds
         await self._call("POST", self._trial(trial_id) + "/init", body)
         return await self.get_hashes(trial_id)
 
@@ -169,8 +193,13 @@ class HttpStateClient:
         await self._call("POST", self._trial(trial_id) + "/reset")
         return await self.get_hashes(trial_id)
 
-    async def delete_trial(self, trial_id: str) -> None:
-        await self._call("DELETE", self._trial(trial_id))
+    async def delete_trial(self, trial_id: str, *, owner: str | None = None) -> None:
+        params = None if owner is None else {"owner": self._name("OwnerId", owner, "owner")}
+        await self._call("DELETE", self._trial(trial_id), params=params)
+
+    async def renew_lease(self, owner: str) -> int:
+        path = "/owners/" + quote(self._name("OwnerId", owner, "owner"), safe="") + "/lease"
+        return cast(int, cast(dict[str, Any], await self._call("POST", path))["trials"])
 
     async def health(self) -> HealthInfo:
         body = cast(dict[str, Any], await self._call("GET", "/health"))

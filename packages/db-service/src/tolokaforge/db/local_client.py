@@ -70,8 +70,16 @@ class LocalStateClient:
         *,
         schemas: Sequence[Mapping[str, Any]] = (),
         unstable_fields: Sequence[Mapping[str, Any]] = (),
+        owner: str | None = None,
+        lease_seconds: float | None = None,
     ) -> StateHashes:
-        body = {"tables": tables, "schemas": list(schemas), "unstable_fields": list(unstable_fields)}
+        body: dict[str, Any] = {
+            "tables": tables,
+            "schemas": list(schemas),
+            "unstable_fields": list(unstable_fields),
+        }
+        if owner is not None or lease_seconds is not None:
+            body["owner"], body["lease_seconds"] = owner, lease_seconds
         await self._service.init_trial(trial_id, _wire(body))
         return await self.get_hashes(trial_id)
 
@@ -123,8 +131,11 @@ class LocalStateClient:
         await self._service.reset(trial_id)
         return await self.get_hashes(trial_id)
 
-    async def delete_trial(self, trial_id: str) -> None:
-        await self._service.delete_trial(trial_id)
+    async def delete_trial(self, trial_id: str, *, owner: str | None = None) -> None:
+        await self._service.delete_trial(trial_id, owner)
+
+    async def renew_lease(self, owner: str) -> int:
+        return cast(int, (await self._service.renew_lease(owner))["trials"])
 
     async def health(self) -> HealthInfo:
         body = await self._service.health()

@@ -7,6 +7,7 @@ Snapshot, restore and reset swap one reference (and reuse the memoised hashes of
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -26,6 +27,13 @@ class _Trial:
     validators: dict[str, RecordValidator]
     version: int = 0
     snapshots: dict[str, TrialState] = field(default_factory=dict[str, TrialState])
+    owner: str | None = None
+    lease_seconds: float = 0.0
+    lease_expires: float = 0.0
+    """``time.monotonic()`` after which an owned trial is reclaimable."""
+
+    def reclaimable(self, now: float) -> bool:
+        return self.owner is not None and now >= self.lease_expires
 
     def hashes(self) -> Hashes:
         return Hashes(self.version, self.current.stable_hash, self.current.full_hash)
@@ -55,10 +63,17 @@ class MemoryStore:
         return trial
 
     async def init_trial(self, trial_id: str, init: TrialInit) -> Hashes:
-        if trial_id in self._trials:
-            raise ConflictError(f"trial {trial_id!r} exists", {"trial_id": trial_id})
+        now = time.monotonic()
+        existing = self._trials.get(trial_id)
+        if existing is not None and not existing.reclaimable(now):
+            raise ConflictError(
+                _held(trial_id, existing, now), {"trial_id": trial_id, "owner": existing.owner}
+            )
         state = TrialState(dict(init.tables), dict(init.unstable))
         trial = _Trial(initial=state, current=state, validators=dict(init.validators))
+        if init.owner is not None:
+            trial.owner, trial.lease_seconds = init.owner, init.lease_seconds or 0.0
+            trial.lease_expires = now + trial.lease_seconds
         self._trials[trial_id] = trial
         return trial.hashes()
 
@@ -115,6 +130,23 @@ class MemoryStore:
         trial.version += 1
         return trial.hashes()
 
-    async def delete_trial(self, trial_id: str) -> None:
-        self._trial(trial_id)
+    async def delete_trial(self, trial_id: str, owner: str | None = None) -> None:
+        trial = self._trial(trial_id)
+        now = time.monotonic()
+        if owner is not None and trial.owner not in (None, owner) and not trial.reclaimable(now):
+            raise ConflictError(_held(trial_id, trial, now), {"trial_id": trial_id, "owner": trial.owner})
         del self._trials[trial_id]
+
+    async def renew_lease(self, owner: str) -> int:
+        now = time.monotonic()
+        held = [trial for trial in self._trials.values() if trial.owner == owner]
+        for trial in held:
+            trial.lease_expires = now + trial.lease_seconds
+        return len(held)
+
+
+def _held(trial_id: str, trial: _Trial, now: float) -> str:
+    if trial.owner is None:
+        return f"trial {trial_id!r} exists"
+    left = trial.lease_expires - now
+    return f"trial {trial_id!r} exists, held by {trial.owner!r} (lease expires in {left:.1f}s)"

@@ -222,16 +222,26 @@ class PostgresStore:
                 directory.append((trial_id, slot, name, table.shape, list(ids)))
             stored[name] = StoredTable(table, ids)
         async with self.pool.acquire() as conn, conn.transaction():
+            # A trial whose owner's lease ran out is reclaimed: deleted (chunks and directories cascade)
+            # in the same transaction that creates its successor.
+            await conn.execute(
+                "DELETE FROM tf_trials WHERE trial_id = $1 AND owner IS NOT NULL AND lease_expires <= now()",
+                trial_id,
+            )
             incarnation = await conn.fetchval(
-                "INSERT INTO tf_trials (trial_id, version, schemas, unstable, next_chunk) "
-                "VALUES ($1, 0, $2, $3, $4) ON CONFLICT (trial_id) DO NOTHING RETURNING created_at::text",
+                "INSERT INTO tf_trials (trial_id, version, schemas, unstable, next_chunk, owner, "
+                "lease_seconds, lease_expires) VALUES ($1, 0, $2, $3, $4, $5, $6, "
+                "now() + make_interval(secs => $6)) "
+                "ON CONFLICT (trial_id) DO NOTHING RETURNING created_at::text",
                 trial_id,
                 json.dumps(list(init.schemas)),
                 json.dumps(unstable),
                 len(chunk_rows),
+                init.owner,
+                init.lease_seconds,
             )
             if incarnation is None:
-                raise ConflictError(f"trial {trial_id!r} exists", {"trial_id": trial_id})
+                raise await _held(conn, trial_id)
             await conn.copy_records_to_table("tf_chunks", records=chunk_rows, columns=CHUNK_COLUMNS)
             await conn.copy_records_to_table("tf_directory", records=directory, columns=DIRECTORY_COLUMNS)
         hashes = _hashes_of(0, tables, init.unstable)
@@ -436,8 +446,40 @@ class PostgresStore:
             entry.slots.pop(slot, None)
             entry.slot_hashes.pop(slot, None)
 
-    async def delete_trial(self, trial_id: str) -> None:
-        gone = await self.pool.fetchval("DELETE FROM tf_trials WHERE trial_id = $1 RETURNING 1", trial_id)
+    async def delete_trial(self, trial_id: str, owner: str | None = None) -> None:
+        async with self.pool.acquire() as conn, conn.transaction():
+            gone = await conn.fetchval(
+                "DELETE FROM tf_trials WHERE trial_id = $1 AND ($2::text IS NULL OR owner IS NULL "
+                "OR owner = $2 OR lease_expires <= now()) RETURNING 1",
+                trial_id,
+                owner,
+            )
+            exists = gone is None and await conn.fetchval(
+                "SELECT 1 FROM tf_trials WHERE trial_id = $1", trial_id
+            )
+            if exists:
+                raise await _held(conn, trial_id)
         self._cache.drop(trial_id)
         if gone is None:
             raise NotFoundError(f"no trial {trial_id!r}", {"trial_id": trial_id})
+
+    async def renew_lease(self, owner: str) -> int:
+        renewed = await self.pool.execute(
+            "UPDATE tf_trials SET lease_expires = now() + make_interval(secs => lease_seconds) WHERE owner = $1",
+            owner,
+        )
+        return int(renewed.rsplit(" ", 1)[-1])
+
+
+async def _held(conn: Connection, trial_id: str) -> ConflictError:
+    row = await conn.fetchrow(
+        "SELECT owner, extract(epoch FROM lease_expires - now())::float8 AS left FROM tf_trials "
+        "WHERE trial_id = $1",
+        trial_id,
+    )
+    if row is None or row["owner"] is None:
+        return ConflictError(f"trial {trial_id!r} exists", {"trial_id": trial_id, "owner": None})
+    return ConflictError(
+        f"trial {trial_id!r} exists, held by {row['owner']!r} (lease expires in {row['left']:.1f}s)",
+        {"trial_id": trial_id, "owner": row["owner"]},
+    )

@@ -77,11 +77,14 @@ class Service:
         for spec in cast(list[dict[str, str]], request.get("unstable_fields", [])):
             self._table_name(spec["table_name"])
             unstable.setdefault(spec["table_name"], set()).add(spec["field_name"])
+        lease = request.get("lease_seconds")
         init = TrialInit(
             tables=tables,
             unstable={name: frozenset(fields) for name, fields in unstable.items()},
             schemas=schemas,
             validators=validators,
+            owner=cast(str | None, request.get("owner")),
+            lease_seconds=None if lease is None else float(lease),
         )
         hashes = await self.store.init_trial(trial_id, init)
         return {
@@ -165,9 +168,15 @@ class Service:
         self._trial_id(trial_id)
         return _state_version(trial_id, await self.store.reset(trial_id))
 
-    async def delete_trial(self, trial_id: str) -> None:
+    async def delete_trial(self, trial_id: str, owner: str | None = None) -> None:
         self._trial_id(trial_id)
-        await self.store.delete_trial(trial_id)
+        if owner is not None:
+            self.spec.check_name("OwnerId", owner, "owner")
+        await self.store.delete_trial(trial_id, owner)
+
+    async def renew_lease(self, owner: str) -> dict[str, Any]:
+        self.spec.check_name("OwnerId", owner, "owner")
+        return {"owner": owner, "trials": await self.store.renew_lease(owner)}
 
 
 def _state_version(trial_id: str, hashes: Hashes) -> dict[str, Any]:

@@ -30,6 +30,10 @@ class TrialInit:
     schemas: Sequence[Mapping[str, Any]]
     """TableSchema objects as sent (a durable store keeps them to rebuild ``validators``)."""
     validators: Mapping[str, RecordValidator]
+    owner: str | None = None
+    """The runner incarnation owning the trial (None: unowned, never reclaimed)."""
+    lease_seconds: float | None = None
+    """How long the owner's claim lasts without a renewal (set exactly when ``owner`` is)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +56,8 @@ class Store(Protocol):
     async def count_trials(self) -> int: ...
 
     async def init_trial(self, trial_id: str, init: TrialInit) -> Hashes:
-        """Create the trial at version 0. ConflictError if it exists."""
+        """Create the trial at version 0, replacing one whose lease has expired. ConflictError if it
+        exists otherwise (unowned, or under a live lease)."""
         ...
 
     async def read_state(
@@ -79,4 +84,11 @@ class Store(Protocol):
 
     async def reset(self, trial_id: str) -> Hashes: ...
 
-    async def delete_trial(self, trial_id: str) -> None: ...
+    async def delete_trial(self, trial_id: str, owner: str | None = None) -> None:
+        """Delete the trial. With ``owner``: only if that owner holds it, it is unowned, or its lease
+        has expired (ConflictError otherwise, nothing changes)."""
+        ...
+
+    async def renew_lease(self, owner: str) -> int:
+        """Extend the lease of every trial ``owner`` holds; return how many."""
+        ...

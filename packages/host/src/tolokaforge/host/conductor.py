@@ -7,6 +7,9 @@
   TRIAL_NOT_FOUND during the conversation.
 * ``trial_lost`` is retried: CleanupTrial first, then a new attempt under an attempt-scoped id.
 * CleanupTrial runs after every attempt, whatever happened.
+* An attempt the infrastructure ended (the runner unreachable past its budget, a registration the
+  runner says may succeed later) is *unfinished*: ``infrastructure_error`` says why, no grade is
+  written for it, and ``--resume`` runs it again (docs/faults.md).
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ class TrialOutcome:
     lost_attempts: list[LostAttempt] = field(default_factory=list[LostAttempt])
     usage: Usage = field(default_factory=Usage)
     wall_time_s: float = 0.0
+    infrastructure_error: str | None = None
+    """Why the infrastructure, not the agent or the task, ended this trial (it stays unfinished)."""
     judge_price_known: bool = True
     """False when the run's price table has no price for the judge model (its cost is unknown, not 0)."""
 
@@ -130,6 +135,8 @@ async def _attempt(
         registered = await runner.register(spec)
     except (RegistrationFailedError, RunnerUnavailableError) as error:
         outcome.episode.termination, outcome.episode.error = TerminationReason.ERROR, str(error)
+        if isinstance(error, RunnerUnavailableError) or error.retryable:
+            outcome.infrastructure_error = str(error)
         return outcome
     try:
         try:
@@ -143,6 +150,7 @@ async def _attempt(
             )
         except HostError as error:  # e.g. an llm user asked for where no model is configured
             outcome.episode.termination, outcome.episode.error = TerminationReason.ERROR, str(error)
+        outcome.infrastructure_error = outcome.episode.infrastructure_error
         if outcome.termination in GRADEABLE_TERMINATION_REASONS:
             await _grade(runner, outcome)
     finally:
@@ -160,7 +168,7 @@ async def _grade(runner: RunnerClient, outcome: TrialOutcome) -> None:
             outcome.trial_id, encode_transcript_wire(episode.messages), episode.termination.value
         )
     except RunnerUnavailableError as error:
-        outcome.grading_error = str(error)
+        outcome.infrastructure_error = f"GradeTrial: {error}"
         return
     if response.success and response.grade is not None:
         try:

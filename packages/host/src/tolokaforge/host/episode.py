@@ -92,6 +92,8 @@ class Episode:
     assistant_turns: int = 0
     usage: Usage = field(default_factory=Usage)
     wall_time_s: float = 0.0
+    infrastructure_error: str | None = None
+    """Set when the runner stayed unreachable: the episode did not end on its own terms."""
 
 
 def _decoded_arguments(arguments_json: str) -> dict[str, Any]:
@@ -176,6 +178,7 @@ async def run_episode(
             episode.usage.add(error.usage)
     except RunnerUnavailableError as error:
         episode.termination, episode.error = TerminationReason.ERROR, str(error)
+        episode.infrastructure_error = str(error)
     episode.wall_time_s = time.perf_counter() - started
     return episode
 

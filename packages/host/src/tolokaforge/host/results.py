@@ -254,11 +254,17 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     os.replace(temporary, path)
 
 
-def write_outcome(output: Path, outcome: TrialOutcome, configured: Sequence[str] = ()) -> Path:
+def write_outcome(
+    output: Path, outcome: TrialOutcome, configured: Sequence[str] = (), *, finished: bool = True
+) -> Path:
+    """The trial's files; ``finished`` False (infrastructure ended it) writes no grade.yaml."""
     directory = trial_dir(output, outcome.task_id, outcome.trial_index)
     directory.mkdir(parents=True, exist_ok=True)
     _write(directory / "trajectory.yaml", trajectory_dict(outcome))
     _write(directory / "metrics.yaml", metrics_dict(outcome))
+    if not finished:
+        (directory / "grade.yaml").unlink(missing_ok=True)
+        return directory
     if outcome.grade is not None and outcome.grade.judge_report is not None:
         transcript = outcome.grade.judge_report.transcript_json
         if transcript:

@@ -188,11 +188,21 @@ async def run_pack(
 
     def finish(outcome: TrialOutcome) -> None:
         grading = by_id[outcome.task_id].task.grading
-        write_outcome(settings.output, outcome, configured_components(grading))
+        if outcome.infrastructure_error is not None:
+            # Never graded: no grade.yaml, so the trial is unfinished and --resume runs it.
+            crashes[(outcome.task_id, outcome.trial_index)] = (
+                f"infrastructure: {outcome.infrastructure_error}"
+            )
+        write_outcome(
+            settings.output,
+            outcome,
+            configured_components(grading),
+            finished=outcome.infrastructure_error is None,
+        )
         observer.trial_done(outcome)
 
     def crash(key: tuple[str, int], error: str) -> None:
-        crashes[key] = error
+        crashes[key] = f"the host failed on it: {error}"
 
     started = time.perf_counter()
     if todo and settings.ray is not None:

@@ -2,7 +2,9 @@
 
 * ``TRIAL_NOT_FOUND`` from ExecuteTool raises :class:`TrialLostError` (the attempt ends ``trial_lost``).
 * A transport failure during ExecuteTool does the same: whether the call ran is unknown, so the attempt
-  is abandoned and re-run from a fresh registration rather than guessed at.
+  is abandoned and re-run from a fresh registration rather than guessed at. So does a ToolError the
+  runner marks as an infrastructure failure (its state store failed, not the tool).
+* Only UNAVAILABLE and CANCELLED count as transient; UNKNOWN and every other status are final.
 * RegisterTrial, GradeTrial and CleanupTrial are retried across transport failures with exponential
   backoff (a runner restarting on the same address comes back), up to ``transport_budget_s``; past
   that, :class:`RunnerUnavailableError`.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, TypeVar
@@ -45,7 +48,9 @@ from .trial_spec import register_request
 __all__ = ["RegisteredTrial", "RunnerClient", "open_runner", "parse_address"]
 
 _T = TypeVar("_T")
-_TRANSIENT_STATUSES = (Status.UNAVAILABLE, Status.UNKNOWN, Status.CANCELLED)
+# Only what the runner says may succeed unchanged: UNAVAILABLE (it or its store is down), CANCELLED (the
+# connection dropped mid-call). UNKNOWN / INTERNAL / INVALID_ARGUMENT are deterministic: never retried.
+_TRANSIENT_STATUSES = (Status.UNAVAILABLE, Status.CANCELLED)
 _BACKOFF = Backoff(initial_s=0.05, max_s=2.0)
 
 
@@ -70,6 +75,17 @@ def _is_transport_error(error: BaseException) -> bool:
     return isinstance(
         error, OSError | grpclib.exceptions.StreamTerminatedError | asyncio.TimeoutError | ConnectionError
     )
+
+
+def _is_infrastructure(response: ExecuteToolResponse) -> bool:
+    error = response.tool_error
+    if error is None or not error.retryable or not error.details_json:
+        return False
+    try:
+        details = json.loads(error.details_json)
+    except ValueError:
+        return False
+    return isinstance(details, dict) and "infrastructure" in details
 
 
 class RunnerClient:
@@ -156,6 +172,12 @@ class RunnerClient:
             raise
         if response.status == ExecutionStatus.TRIAL_NOT_FOUND:
             raise TrialLostError(response.error_message or f"Trial '{trial_id}' not found")
+        if _is_infrastructure(response):
+            # The runner's store failed, not the tool, and the call's effect may be unknown: this attempt
+            # cannot be trusted, so it is abandoned and re-run like a lost trial.
+            raise TrialLostError(
+                f"infrastructure failure during {tool_name} ({call_id}): {response.error_message}"
+            )
         return response
 
     async def grade(

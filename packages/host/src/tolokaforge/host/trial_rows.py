@@ -8,7 +8,8 @@ failed         graded, and the grade did not pass (the agent's failure, not the 
 not_gradeable  finished without a grade: an ending GradeTrial does not accept (error,
                tool_not_found, ...) or a grade the runner refused (a broken golden action)
 lost           the runner lost the trial on its last attempt (``trial_lost``)
-unfinished     no ``grade.yaml``: the run stopped before the trial ended, or the host failed on it
+unfinished     no ``grade.yaml``: the run stopped before the trial ended, the host failed on it, or
+               the infrastructure ended it (runner or state store unreachable); --resume runs it
 =============  ===============================================================================
 """
 
@@ -77,10 +78,11 @@ def _carried(grade: dict[str, Any]) -> tuple[str, ...]:
 
 
 def read_row(output: Path, task_id: str, index: int, crash: str | None = None) -> TrialRow:
-    """The row of one trial; ``crash`` is the host's own failure on it, when it had one."""
+    """The row of one trial; ``crash`` says why it has no grade (the host failed on it, or the
+    infrastructure ended it), when known."""
     directory = trial_dir(output, task_id, index)
     if not (directory / "grade.yaml").is_file():
-        why = f"the host failed on it: {crash}" if crash else "no grade.yaml: the run stopped before it ended"
+        why = crash or "no grade.yaml: the run stopped before it ended"
         return TrialRow(task_id, index, "unfinished", _one_line(why))
     grade = read_yaml(directory / "grade.yaml")
     trajectory = read_yaml(directory / "trajectory.yaml")

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from .grpc_edge import EdgeLimits
     from .server import RunnerHandle, RunnerSettings, start_runner
     from .tools.child_process import ChildProcess
 
-__all__ = ["ChildProcess", "RunnerHandle", "RunnerSettings", "__version__", "start_runner"]
+__all__ = ["ChildProcess", "EdgeLimits", "RunnerHandle", "RunnerSettings", "__version__", "start_runner"]
 
 
 def __getattr__(name: str) -> Any:
@@ -27,6 +28,10 @@ def __getattr__(name: str) -> Any:
         from . import server
 
         return getattr(server, name)
+    if name == "EdgeLimits":
+        from .grpc_edge import EdgeLimits
+
+        return EdgeLimits
     if name == "ChildProcess":
         from .tools.child_process import ChildProcess
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tolokaforge.core.settings import exit_on_settings_error, parse_settings
 
+from .grpc_edge import EdgeLimits
 from .server import RunnerSettings, start_runner
 
 __all__ = ["ENV_PREFIX", "RunnerOptions", "main"]
@@ -41,6 +42,30 @@ class RunnerOptions(BaseModel):
     )
     db_url: str | None = Field(None, description="a DB service over HTTP (implies --store http)")
     tool_timeout: float = Field(30.0, gt=0, description="default per-call tool budget in seconds")
+    lease: float = Field(
+        30.0,
+        gt=0,
+        le=86400,
+        description="seconds this runner's claim on its trials outlives it in the store (renewed every third)",
+    )
+    max_message_bytes: int = Field(
+        default=EdgeLimits.max_message_bytes,
+        gt=0,
+        description="largest request message accepted (RESOURCE_EXHAUSTED above)",
+    )
+    idle_timeout: float = Field(
+        default=EdgeLimits.idle_timeout_s,
+        gt=0,
+        description="close a connection with no open call after this many idle seconds",
+    )
+    receive_timeout: float = Field(
+        default=EdgeLimits.receive_timeout_s, gt=0, description="seconds a request message may take to arrive"
+    )
+    max_streams: int = Field(
+        default=EdgeLimits.max_concurrent_streams,
+        gt=0,
+        description="concurrent calls one connection may have open",
+    )
     isolation: Literal["process", "thread"] = Field(
         "process",
         description="process: python tools in supervised worker processes (docs/isolation.md); "
@@ -89,6 +114,13 @@ def _run(argv: Sequence[str] | None) -> int:
         port=options.port,
         db_url=options.db_url,
         default_tool_timeout_s=options.tool_timeout,
+        lease_seconds=options.lease,
+        edge=EdgeLimits(
+            max_message_bytes=options.max_message_bytes,
+            idle_timeout_s=options.idle_timeout,
+            receive_timeout_s=options.receive_timeout,
+            max_concurrent_streams=options.max_streams,
+        ),
         isolation=options.isolation,
     )
     try:

@@ -12,6 +12,7 @@ classified ToolError, and the record says how many attempts it took.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -25,7 +26,7 @@ from jsonschema.exceptions import ValidationError
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.transcript.recorded import RecordedToolCall
-from tolokaforge.db import DBServiceError
+from tolokaforge.db import DBServiceError, StoreUnreachableError
 
 from .errors import ToolFailure
 from .isolated import IsolatedRunner
@@ -149,6 +150,7 @@ class ToolExecutor:
         arguments: dict[str, Any] = {}
         mutations = 0
         try:
+            await _refresh(trial)
             tool = self._resolve(trial, tool_name, executor)
             arguments = self._parse_arguments(tool, arguments_json)
             budget = self._budget(trial, tool, timeout_seconds)
@@ -161,6 +163,7 @@ class ToolExecutor:
                     assert self.threads is not None, "an in-process tool outside trusted mode"
                     run = self.threads.run(trial, tool, arguments, budget, self._commit)
                 output, changes = await run
+                output = _utf8(output)
                 mutations = sum(len(change["operations"]) for change in changes)
                 outcome = CallOutcome(
                     ExecutionStatus.SUCCESS, output, None, time.perf_counter() - started, mutations
@@ -233,7 +236,7 @@ class ToolExecutor:
             )
         return CallOutcome(
             ExecutionStatus.SUCCESS,
-            result.output,
+            _utf8(result.output),
             None,
             latency,
             0,
@@ -249,11 +252,9 @@ class ToolExecutor:
             if version != trial.mirror.version:
                 await trial.mirror.reload()
         except DBServiceError as error:
-            raise ToolFailure(
-                ExecutionStatus.ERROR,
-                ToolErrorCategory.UNKNOWN,
-                f"the tool's changes could not be read back from the store: {error.message}",
-                details={"store_error": error.to_body()},
+            trial.mirror.stale = True
+            raise _infrastructure(
+                error, "the tool's changes could not be read back from the store"
             ) from error
 
     @staticmethod
@@ -261,8 +262,12 @@ class ToolExecutor:
         try:
             await trial.mirror.commit(changes)
         except DBServiceError as error:
-            # The tool ran, but its effect could not be persisted: nothing changed, and the cause is
-            # the runner's store, not the tool -- so "unknown", with the store's own error attached.
+            # The tool ran, but whether its effect was persisted is the store's matter, not the tool's.
+            # A lost reply leaves the mirror stale: re-read it now (or before the next call).
+            with contextlib.suppress(DBServiceError):
+                await trial.mirror.refresh()
+            if isinstance(error, StoreUnreachableError) or trial.mirror.stale or "version" in error.details:
+                raise _infrastructure(error, "the call's changes could not be stored") from error
             raise ToolFailure(
                 ExecutionStatus.ERROR,
                 ToolErrorCategory.UNKNOWN,
@@ -289,7 +294,7 @@ class ToolExecutor:
     def _parse_arguments(tool: Tool, arguments_json: str) -> dict[str, Any]:
         try:
             arguments: Any = json.loads(arguments_json) if arguments_json.strip() else {}
-        except json.JSONDecodeError as error:
+        except (json.JSONDecodeError, RecursionError) as error:  # RecursionError: nested too deep
             raise ToolFailure(
                 ExecutionStatus.INVALID_ARGUMENTS,
                 ToolErrorCategory.INVALID_ARGUMENTS,
@@ -329,6 +334,40 @@ def clamp_budget(seconds: float) -> float:
     if math.isnan(seconds) or seconds <= 0 or seconds > MAX_BUDGET_S:
         return MAX_BUDGET_S
     return seconds
+
+
+async def _refresh(trial: TrialContext) -> None:
+    """Before a call: re-read a mirror a lost reply or conflict left out of step with the store."""
+    try:
+        await trial.mirror.refresh()
+    except DBServiceError as error:
+        raise _infrastructure(error, "the trial's state could not be re-read from the store") from error
+
+
+def _infrastructure(error: DBServiceError, what: str) -> ToolFailure:
+    """The store failed, not the tool: retryable, and marked so the host never blames the tool."""
+    unknown = isinstance(error, StoreUnreachableError) and error.outcome_unknown
+    return ToolFailure(
+        ExecutionStatus.ERROR,
+        ToolErrorCategory.UNKNOWN,
+        f"{what}: {error.message}" + (" (the call's outcome is unknown)" if unknown else ""),
+        retryable=True,
+        details={"infrastructure": "state_store", "outcome_unknown": unknown, "store_error": error.to_body()},
+    )
+
+
+def _utf8(output: str) -> str:
+    """A tool's output must be text the wire can carry (a lone surrogate cannot be encoded)."""
+    try:
+        output.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ToolFailure(
+            ExecutionStatus.ERROR,
+            ToolErrorCategory.EXECUTION_FAILED,
+            f"the tool's output is not valid Unicode text: {error.reason} at position {error.start}",
+            details={"position": error.start},
+        ) from error
+    return output
 
 
 def _category_name(failure: ToolFailure | None) -> str | None:

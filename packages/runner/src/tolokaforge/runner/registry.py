@@ -1,7 +1,13 @@
-"""The runner's registered trials: atomic registration, lookup, cleanup.
+"""The runner's registered trials: atomic registration, lookup, cleanup, and their lease in the store.
 
 Registration either completes or leaves nothing behind -- no registry entry, no state in the store --
 so the same trial_id can always be registered again after a failure.
+
+Each runner incarnation has its own owner id and claims the trials it registers in the store with a
+lease it renews every third of its length (docs/faults.md). A killed runner stops renewing: once its
+lease runs out another runner may register or clean up the same ids, while a trial under a live lease
+is never touched by anyone but its owner. CleanupTrial answers success only when the store holds
+nothing of the trial.
 """
 
 from __future__ import annotations
@@ -9,9 +15,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import json
-import re
+import logging
 import shutil
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -26,6 +34,7 @@ from tolokaforge.db import (
     NotFoundError,
     StateClient,
     StateHashes,
+    StoreUnreachableError,
     VersionedState,
 )
 
@@ -51,6 +60,8 @@ from .workspace import seed_workspace
 
 __all__ = ["INITIALIZED_SNAPSHOT", "TrialRegistry"]
 
+log = logging.getLogger(__name__)
+
 INITIALIZED_SNAPSHOT = "tolokaforge.initialized"
 """The store snapshot of a trial's state right after its initialization actions ran."""
 
@@ -64,14 +75,34 @@ class TrialRegistry:
         default_timeout_s: float,
         *,
         db_url: Callable[[], Awaitable[str]] | None = None,
+        lease_seconds: float = 30.0,
     ) -> None:
         self.client = client
         self.executor = executor
         self.work_dir = work_dir
         self.default_timeout_s = default_timeout_s
+        self.owner = f"runner-{uuid.uuid4().hex}"
+        """This incarnation's owner id in the store: a restarted runner is a new owner."""
+        self.lease_seconds = lease_seconds
         self._db_url = db_url
         self._trials: dict[str, TrialContext] = {}
         self._pending: set[str] = set()
+        self._renewal: asyncio.Task[None] | None = None
+
+    def start_lease_renewal(self) -> None:
+        """Renew this owner's lease every third of its length until :meth:`close`."""
+        if self._renewal is None:
+            self._renewal = asyncio.get_running_loop().create_task(self._renew_forever())
+
+    async def _renew_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            try:
+                await self.client.renew_lease(self.owner)
+            except DBServiceError as error:
+                # The next renewal may get through before the lease runs out; if none does, the
+                # trials become reclaimable, which is the point of a lease.
+                log.warning("renewing the lease of %s failed: %s", self.owner, error.message)
 
     def __len__(self) -> int:
         return len(self._trials)
@@ -183,29 +214,46 @@ class TrialRegistry:
         return hashes
 
     async def cleanup(self, trial_id: str) -> bool:
-        """Forget the trial and delete its state; False when it was not registered (idempotent)."""
+        """Forget the trial and delete its state; False when it was not registered here.
+
+        The store is asked to delete the id whether or not this runner holds the registration, so a
+        trial left by a dead runner (lease expired) is cleaned too; one under another runner's live
+        lease is refused (ConflictError). Any failure to delete raises, so a retry finds it again.
+        """
+        if trial_id in self._pending:
+            raise StateStoreError(
+                f"Trial '{trial_id}' is being registered; clean it up afterwards", retryable=True
+            )
         trial = self._trials.pop(trial_id, None)
-        if trial is None:
-            return False
-        async with trial.lock:  # let a call in flight finish before its state disappears
-            try:
-                await self.executor.release(trial)
-                await _stop_sources(trial.sources)
-                await self._forget_state(trial_id)
-            finally:
-                if trial.workspace is not None:
-                    shutil.rmtree(trial.workspace, ignore_errors=True)
-        return True
+        if trial is not None:
+            async with trial.lock:  # let a call in flight finish before its state disappears
+                try:
+                    await self.executor.release(trial)
+                    await _stop_sources(trial.sources)
+                finally:
+                    if trial.workspace is not None:
+                        shutil.rmtree(trial.workspace, ignore_errors=True)
+        await self._forget_state(trial_id)
+        return trial is not None
 
     async def close(self) -> None:
-        """Stop every trial's tool processes (runner shutdown); the store goes with the runner."""
-        trials = list(self._trials.values())
+        """Stop every trial's tool processes and give up their state (runner shutdown)."""
+        if self._renewal is not None:
+            self._renewal.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewal
+            self._renewal = None
+        trials = list(self._trials.items())
         self._trials.clear()
-        for trial in trials:
+        for trial_id, trial in trials:
             await self.executor.release(trial)
             await _stop_sources(trial.sources)
             if trial.workspace is not None:
                 shutil.rmtree(trial.workspace, ignore_errors=True)
+            try:
+                await self._forget_state(trial_id)
+            except DBServiceError as error:  # the lease frees it later; shutdown goes on
+                log.warning("could not delete trial %s on shutdown: %s", trial_id, error.message)
 
     async def run_initialization_actions(self, trial: TrialContext) -> None:
         for index, action in enumerate(trial.spec.task.initial_state.initialization_actions):
@@ -219,6 +267,10 @@ class TrialRegistry:
             )
             if outcome.status != ExecutionStatus.SUCCESS:
                 reason = outcome.failure.message if outcome.failure else outcome.status.name
+                if outcome.failure is not None and "infrastructure" in outcome.failure.details:
+                    raise StateStoreError(
+                        f"initialization_actions[{index}] ({action.tool_name}): {reason}", retryable=True
+                    )
                 raise RegistrationError(
                     f"initialization_actions[{index}] ({action.tool_name}) failed: {reason}"
                 )
@@ -244,8 +296,9 @@ class TrialRegistry:
         return agent, user, bundle.root, code
 
     def _workspace(self, trial_id: str) -> Path:
-        # trial ids carry ':' and may carry '/', neither welcome in a directory name.
-        path = self.work_dir / "workspaces" / re.sub(r"[^A-Za-z0-9_.-]", "_", trial_id)
+        # Named by a digest of the id: ids differing only in characters a directory name cannot hold
+        # (':' '/' '#' '@') must never share a workspace.
+        path = self.work_dir / "workspaces" / hashlib.sha256(trial_id.encode("utf-8")).hexdigest()[:32]
         shutil.rmtree(path, ignore_errors=True)
         path.mkdir(parents=True)
         return path
@@ -285,17 +338,28 @@ class TrialRegistry:
                 initial.tables,
                 schemas=[schema.model_dump() for schema in initial.schemas],
                 unstable_fields=[field.model_dump(exclude_none=True) for field in initial.unstable_fields],
+                owner=self.owner,
+                lease_seconds=self.lease_seconds,
             )
         except ConflictError as error:
+            # Held under another runner's live lease: registrable once that lease runs out.
             raise StateStoreError(
-                f"the state store already holds trial '{spec.trial_id}' (left by another runner?): {error.message}"
+                f"the state store already holds trial '{spec.trial_id}': {error.message}",
+                retryable=error.details.get("owner") is not None,
+            ) from error
+        except StoreUnreachableError as error:
+            if error.outcome_unknown:  # the init may have landed: take it back before answering
+                with contextlib.suppress(DBServiceError):
+                    await self._forget_state(spec.trial_id)
+            raise StateStoreError(
+                f"the state store is unreachable: {error.message}", retryable=True
             ) from error
         except DBServiceError as error:
             raise StateStoreError(f"the state store refused the initial state: {error.message}") from error
 
     async def _forget_state(self, trial_id: str) -> None:
         with contextlib.suppress(NotFoundError):
-            await self.client.delete_trial(trial_id)
+            await self.client.delete_trial(trial_id, owner=self.owner)
 
 
 async def _stop_sources(sources: list[ToolSourceSession]) -> None:

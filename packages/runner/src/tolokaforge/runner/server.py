@@ -16,6 +16,7 @@ from grpclib.server import Server
 from tolokaforge.db import StateClient
 
 from .executor import Isolation, ToolExecutor
+from .grpc_edge import EdgeLimits, GuardedServer
 from .process.sandbox import Limits
 from .process.supervisor import kill_all_supervised
 from .registry import TrialRegistry
@@ -40,6 +41,10 @@ class RunnerSettings:
     mode, in this process (for people running their own code)."""
     limits: Limits = field(default_factory=Limits)
     """The confinement of tool workers, tool servers and custom checks (see docs/isolation.md)."""
+    lease_seconds: float = 30.0
+    """How long the store keeps this runner's trials its own without a renewal (docs/faults.md)."""
+    edge: EdgeLimits = field(default_factory=EdgeLimits)
+    """Message size, receive and idle timeouts, streams per connection (grpc_edge.py)."""
 
 
 @dataclass
@@ -104,9 +109,17 @@ async def start_runner(settings: RunnerSettings | None = None) -> RunnerHandle:
         log_dir=work_dir / "logs",
     )
     endpoint = StateEndpoint(client, settings.db_url)
-    registry = TrialRegistry(client, executor, work_dir, settings.default_tool_timeout_s, db_url=endpoint.url)
-    servicer = RunnerServicer(registry, executor, store_name=store_name)
-    server = Server([servicer])
+    registry = TrialRegistry(
+        client,
+        executor,
+        work_dir,
+        settings.default_tool_timeout_s,
+        db_url=endpoint.url,
+        lease_seconds=settings.lease_seconds,
+    )
+    registry.start_lease_renewal()
+    servicer = RunnerServicer(registry, executor, store_name=store_name, limits=settings.edge)
+    server = GuardedServer([servicer], settings.edge)
     # Bind first so an ephemeral port is known before serving (grpclib does not report it back).
     # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on sockets that say they are TCP, and
     # without it every unary call waits ~40 ms for a delayed ACK.

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import grpclib
+import grpclib.const
 from grpclib.const import Status
 
 from tolokaforge.contracts.runner import (
@@ -29,18 +31,20 @@ from tolokaforge.contracts.runner import (
     HealthCheckResponse,
     RegisterTrialRequest,
     RegisterTrialResponse,
+    RegistrationErrorKind,
     ResetTrialRequest,
     ResetTrialResponse,
     RunnerServiceBase,
     ToolMetrics,
 )
 from tolokaforge.contracts.tool import ToolError, ToolErrorCategory
-from tolokaforge.db import DBServiceError
+from tolokaforge.db import DBServiceError, StoreUnreachableError
 
 from . import __version__
 from .errors import GradingFailure, InvalidRequestError, RegistrationError, TrialNotFoundError
 from .executor import ToolExecutor
 from .grading import grade_trial
+from .grpc_edge import EdgeLimits, guard_mapping
 from .registry import TrialRegistry
 
 __all__ = ["RunnerServicer"]
@@ -51,10 +55,22 @@ EXECUTORS = ("agent", "user")
 
 
 class RunnerServicer(RunnerServiceBase):
-    def __init__(self, registry: TrialRegistry, executor: ToolExecutor, *, store_name: str) -> None:
+    def __init__(
+        self,
+        registry: TrialRegistry,
+        executor: ToolExecutor,
+        *,
+        store_name: str,
+        limits: EdgeLimits | None = None,
+    ) -> None:
         self.registry = registry
         self.executor = executor
         self.store_name = store_name
+        self.limits = limits or EdgeLimits()
+
+    def __mapping__(self) -> dict[str, grpclib.const.Handler]:
+        # Every handler decodes its request under the limits and answers typed errors (grpc_edge.py).
+        return guard_mapping(super().__mapping__(), self.limits)
 
     async def register_trial(self, message: RegisterTrialRequest) -> RegisterTrialResponse:
         try:
@@ -67,6 +83,13 @@ class RunnerServicer(RunnerServiceBase):
         except RegistrationError as error:
             return RegisterTrialResponse(
                 success=False, error=str(error), error_kind=error.kind, retryable=error.retryable
+            )
+        except StoreUnreachableError as error:  # after the state existed (snapshot, init actions)
+            return RegisterTrialResponse(
+                success=False,
+                error=f"the state store is unreachable: {error.message}",
+                error_kind=RegistrationErrorKind.STATE_STORE,
+                retryable=True,
             )
         agent, user = trial.agent_tools.schemas(), trial.user_tools.schemas()
         return RegisterTrialResponse(
@@ -136,7 +159,11 @@ class RunnerServicer(RunnerServiceBase):
                 success=False, error=str(error), error_kind=GradeErrorKind.TRIAL_NOT_FOUND
             )
         except GradingFailure as error:
+            if isinstance(error.__cause__, StoreUnreachableError):
+                raise _unavailable(error.__cause__) from error
             return GradeTrialResponse(success=False, error=str(error), error_kind=error.kind)
+        except StoreUnreachableError as error:  # the host retries; past its budget the trial is unfinished
+            raise _unavailable(error) from error
         except Exception as error:  # anything else escaping the grading path is still an answer, not a crash
             log.exception("grading trial %s failed", message.trial_id)
             return GradeTrialResponse(
@@ -151,6 +178,8 @@ class RunnerServicer(RunnerServiceBase):
             state, hashes = await self.registry.read_state(
                 message.trial_id, tables=list(message.tables) or None, stable=not message.include_unstable
             )
+        except StoreUnreachableError as error:
+            raise _unavailable(error) from error
         except (TrialNotFoundError, DBServiceError) as error:
             return GetStateResponse(success=False, error=_describe(error))
         return GetStateResponse(
@@ -165,14 +194,21 @@ class RunnerServicer(RunnerServiceBase):
             hashes = await self.registry.reset(
                 message.trial_id, run_init_actions=message.execute_init_actions
             )
+        except StoreUnreachableError as error:
+            raise _unavailable(error) from error
         except (TrialNotFoundError, DBServiceError, RegistrationError) as error:
             return ResetTrialResponse(success=False, error=_describe(error))
         return ResetTrialResponse(success=True, state_hash=hashes.stable_hash)
 
     async def cleanup_trial(self, message: CleanupTrialRequest) -> CleanupTrialResponse:
+        if not _TRIAL_ID.fullmatch(message.trial_id) and message.trial_id not in self.registry.trial_ids():
+            return CleanupTrialResponse(success=True)  # no state can exist under such an id
         try:
             await self.registry.cleanup(message.trial_id)
-        except DBServiceError as error:
+        except StoreUnreachableError as error:
+            raise _unavailable(error) from error
+        except (DBServiceError, RegistrationError) as error:
+            # Something of the trial remains (another runner's live lease, a store refusal): not done.
             return CleanupTrialResponse(success=False, error=_describe(error))
         return CleanupTrialResponse(success=True)
 
@@ -192,6 +228,14 @@ class RunnerServicer(RunnerServiceBase):
             db_service_connected=connected,
             available_adapters=["tau_sync", "mcp", "provider", *isolation],
         )
+
+
+_TRIAL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:#@-]{0,199}")
+"""The DB contract's TrialId: the store can hold nothing under any other id."""
+
+
+def _unavailable(error: StoreUnreachableError) -> grpclib.GRPCError:
+    return grpclib.GRPCError(Status.UNAVAILABLE, f"state store: {error.message}")
 
 
 def _describe(error: Exception) -> str:

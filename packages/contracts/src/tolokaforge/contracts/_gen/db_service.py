@@ -19,6 +19,24 @@ class SnapshotName(RootModel[str]):
     root: Annotated[str, Field(pattern="^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")]
 
 
+class OwnerId(RootModel[str]):
+    root: Annotated[str, Field(pattern="^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")]
+    """
+    One runner incarnation (a new id every time a runner starts).
+    """
+
+
+class LeaseInfo(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    owner: OwnerId
+    trials: Annotated[int, Field(ge=0)]
+    """
+    Number of trials whose lease was extended.
+    """
+
+
 class RecordKey(RootModel[str]):
     root: Annotated[str, Field(max_length=256, min_length=1)]
     """
@@ -72,6 +90,13 @@ class TableSchema(BaseModel):
     )
     table_name: TableName
     record_schema: dict[str, Any]
+    """
+    A JSON Schema (the dialect its `$schema` names, Draft 2020-12 when absent) that passes its
+    dialect's metaschema and whose `$ref`s resolve inside it (nothing is fetched). Anything else
+    answers 422, as does a record schema that cannot be applied to a record (e.g. a pattern
+    that does not compile).
+
+    """
 
 
 class InitRequest(BaseModel):
@@ -80,7 +105,18 @@ class InitRequest(BaseModel):
     )
     tables: Tables
     schemas: list[TableSchema] | None = None
+    """
+    At most one entry per table_name; a table declared twice answers 422.
+    """
     unstable_fields: list[UnstableField] | None = None
+    owner: OwnerId | None = None
+    """
+    The runner incarnation that owns the trial (see Ownership above); requires lease_seconds.
+    """
+    lease_seconds: Annotated[float | None, Field(gt=0.0, le=86400.0)] = None
+    """
+    How long the owner's claim lasts without a renewal.
+    """
 
 
 class StateResponse(BaseModel):

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from tolokaforge.db import StateClient
+from tolokaforge.db import ConflictError, StateClient, StoreUnreachableError
 
 from .cow import CowTables, TableView, apply_changes, clone
 
@@ -42,6 +42,9 @@ class TrialMirror:
         self.tables = tables
         self.version = version
         self._views: dict[str, TableView] = {}
+        self.stale = False
+        """The store may differ from this copy (a write whose reply was lost, a version conflict):
+        :meth:`refresh` re-reads it before the next call trusts the copy."""
 
     @classmethod
     async def create(
@@ -52,9 +55,18 @@ class TrialMirror:
         *,
         schemas: Sequence[Mapping[str, Any]],
         unstable_fields: Sequence[Mapping[str, Any]],
+        owner: str | None = None,
+        lease_seconds: float | None = None,
     ) -> TrialMirror:
-        """Initialise the trial in the store and keep a private copy of its tables."""
-        hashes = await client.init_trial(trial_id, tables, schemas=schemas, unstable_fields=unstable_fields)
+        """Initialise the trial in the store (claimed by ``owner``) and keep a private copy of its tables."""
+        hashes = await client.init_trial(
+            trial_id,
+            tables,
+            schemas=schemas,
+            unstable_fields=unstable_fields,
+            owner=owner,
+            lease_seconds=lease_seconds,
+        )
         # The store may keep the objects it was given; the mirror must never share a container with it.
         return cls(
             trial_id, client, {name: _canonical(table) for name, table in tables.items()}, hashes.version
@@ -81,8 +93,21 @@ class TrialMirror:
         """Persist one call's changes atomically, then apply them to the mirror."""
         if not changes:
             return
-        self.version = await self.client.patch(self.trial_id, changes, expected_version=self.version)
+        try:
+            self.version = await self.client.patch(self.trial_id, changes, expected_version=self.version)
+        except StoreUnreachableError as error:
+            # The batch may have been applied with only its reply lost: the store is the truth now.
+            self.stale = self.stale or error.outcome_unknown
+            raise
+        except ConflictError as error:
+            self.stale = self.stale or "version" in error.details  # someone else moved the trial
+            raise
         apply_changes(self.tables, changes)
+
+    async def refresh(self) -> None:
+        """Re-read the trial from the store if this copy may be out of step with it."""
+        if self.stale:
+            await self.reload()
 
     def set_aside(self) -> SetAside:
         """The mirror as it is now, to :meth:`put_back` once the store is restored to this version.
@@ -102,6 +127,7 @@ class TrialMirror:
         self.tables = {name: _in_key_order(table) for name, table in state.tables.items()}
         self.version = state.version
         self._views = {}
+        self.stale = False
 
 
 def _canonical(table: Any) -> Any:

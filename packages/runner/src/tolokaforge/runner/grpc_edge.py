@@ -1,0 +1,196 @@
+"""The runner's gRPC edge: decoding and limits, so no request answers UNKNOWN and none exhausts the runner.
+
+grpclib answers UNKNOWN for any exception a handler lets out, including its own decoding of the request,
+and buffers a message whole whatever its declared length. Here every RPC handler is wrapped so that:
+
+* a request is read with its declared length checked first: over ``max_message_bytes`` it is refused
+  with RESOURCE_EXHAUSTED before its body is buffered; one that does not arrive within
+  ``receive_timeout_s`` (an abandoned upload) fails DEADLINE_EXCEEDED and its stream is freed;
+* bytes that do not decode as the request message (broken protobuf, invalid UTF-8 in a string field, no
+  message at all) fail with INVALID_ARGUMENT;
+* any other exception escaping a handler is INTERNAL (logged), never UNKNOWN.
+
+Connections are guarded too: HTTP/2 ``MAX_CONCURRENT_STREAMS`` is announced per connection, and a
+connection with no open stream and no bytes received for ``idle_timeout_s`` is sent GOAWAY and closed,
+so silent sockets cannot pile up. Defaults and their reasons: docs/faults.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import struct
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+import grpclib.const
+from grpclib.const import Status
+from grpclib.exceptions import GRPCError
+from grpclib.protocol import H2Protocol
+from grpclib.server import Server
+from h2.settings import SettingCodes
+
+__all__ = ["EdgeLimits", "GuardedServer", "guard_mapping"]
+
+log = logging.getLogger(__name__)
+
+StreamHandler = Callable[[Any], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class EdgeLimits:
+    max_message_bytes: int = 64 * 1024 * 1024
+    """Largest request message accepted (a TrialSpec with its initial tables is the big one)."""
+    receive_timeout_s: float = 120.0
+    """How long a request message may take to arrive once its call started."""
+    idle_timeout_s: float = 300.0
+    """A connection with no open stream and nothing received for this long is closed."""
+    max_concurrent_streams: int = 256
+    """Streams one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS)."""
+
+
+def _invalid(message: str) -> GRPCError:
+    return GRPCError(Status.INVALID_ARGUMENT, message)
+
+
+async def _read_request(stream: Any, limits: EdgeLimits) -> Any:
+    """One request message from grpclib's server stream, its length checked before its body is read."""
+    # grpclib offers no hook between a message's 5-byte prefix and its body; these are its own fields.
+    raw: Any = getattr(stream, "_stream")  # noqa: B009
+    codec: Any = getattr(stream, "_codec")  # noqa: B009
+    message_type: Any = getattr(stream, "_recv_type")  # noqa: B009
+    prefix: bytes = await raw.recv_data(5)
+    if len(prefix) < 5:
+        raise _invalid(f"no {message_type.__name__} in the request")
+    compressed, length = struct.unpack(">?I", prefix)
+    if compressed:
+        raise _invalid("compressed request messages are not accepted")
+    if length > limits.max_message_bytes:
+        raise GRPCError(
+            Status.RESOURCE_EXHAUSTED,
+            f"the request message is {length} bytes, over the runner's limit of {limits.max_message_bytes}",
+        )
+    body: bytes = await raw.recv_data(length)
+    if len(body) != length:
+        raise _invalid(f"the request message ended after {len(body)} of {length} bytes")
+    try:
+        message = codec.decode(body, message_type)
+    except Exception as error:
+        raise _invalid(
+            f"the request is not a valid {message_type.__name__}: {type(error).__name__}: {error}"
+        ) from error
+    _check_field_types(message, message_type)
+    return message
+
+
+def _check_field_types(message: Any, message_type: Any) -> None:
+    """Refuse a decoded message whose fields are not of their declared kind.
+
+    The decoder accepts a field sent with the wrong wire type (e.g. a deprecated group) and leaves None
+    or a value of another type where the handler expects an int or a string.
+    """
+    blank = message_type()
+    for field in dataclasses.fields(message):
+        value, default = getattr(message, field.name), getattr(blank, field.name)
+        if default is None:
+            continue  # a message or optional field: None is its legitimate absence
+        wrong = not isinstance(value, type(default)) or (
+            isinstance(value, list) and any(item is None for item in cast(list[Any], value))
+        )
+        if wrong:
+            raise _invalid(f"{message_type.__name__}.{field.name} is not of its declared type")
+
+
+def _guard(path: str, func: StreamHandler, limits: EdgeLimits) -> StreamHandler:
+    async def guarded(stream: Any) -> None:
+        async def receive() -> Any:
+            try:
+                return await asyncio.wait_for(_read_request(stream, limits), limits.receive_timeout_s)
+            except TimeoutError as error:
+                raise GRPCError(
+                    Status.DEADLINE_EXCEEDED,
+                    f"the request message did not arrive within {limits.receive_timeout_s:g}s",
+                ) from error
+
+        stream.recv_message = receive
+        try:
+            await func(stream)
+        except GRPCError:
+            raise
+        except Exception as error:
+            log.exception("%s failed", path)
+            raise GRPCError(Status.INTERNAL, f"runner error: {type(error).__name__}: {error}") from error
+
+    return guarded
+
+
+def guard_mapping(
+    mapping: Mapping[str, grpclib.const.Handler], limits: EdgeLimits
+) -> dict[str, grpclib.const.Handler]:
+    """``mapping`` with every handler reading its request under ``limits`` and answering typed errors."""
+    guarded: dict[str, grpclib.const.Handler] = {}
+    for path, handler in mapping.items():
+        entry: Any = handler  # grpclib's Handler is an untyped namedtuple
+        func, cardinality, request_type, reply_type = entry
+        guarded[path] = grpclib.const.Handler(
+            _guard(path, func, limits), cardinality, request_type, reply_type
+        )
+    return guarded
+
+
+class _GuardedProtocol(H2Protocol):
+    """grpclib's HTTP/2 server protocol with a stream cap and an idle timeout."""
+
+    limits: EdgeLimits
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._transport = transport
+        h2: Any = getattr(self.connection, "_connection")  # noqa: B009 -- grpclib's H2Connection
+        h2.update_settings({SettingCodes.MAX_CONCURRENT_STREAMS: self.limits.max_concurrent_streams})
+        self.connection.flush()
+        self._loop = asyncio.get_running_loop()
+        self._last_received = self._loop.time()
+        self._timer = self._loop.call_later(self.limits.idle_timeout_s, self._check_idle)
+
+    def data_received(self, data: bytes) -> None:
+        self._last_received = self._loop.time()
+        super().data_received(data)
+
+    def _check_idle(self) -> None:
+        quiet = self._loop.time() - self._last_received
+        if self.processor.streams or quiet < self.limits.idle_timeout_s:
+            wait = (
+                self.limits.idle_timeout_s - quiet
+                if not self.processor.streams
+                else self.limits.idle_timeout_s
+            )
+            self._timer = self._loop.call_later(max(wait, 0.05), self._check_idle)
+            return
+        h2: Any = getattr(self.connection, "_connection")  # noqa: B009 -- grpclib's H2Connection
+        try:  # GOAWAY first, so a well-behaved client opens a new connection instead of failing a call
+            h2.close_connection()
+            self.connection.flush()
+        except Exception:  # a half-open or broken connection: just drop it
+            log.debug("GOAWAY to an idle connection failed", exc_info=True)
+        self._transport.close()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._timer.cancel()
+        super().connection_lost(exc)
+
+
+class GuardedServer(Server):
+    """A grpclib Server whose connections carry :class:`EdgeLimits`' stream cap and idle timeout."""
+
+    def __init__(self, handlers: list[Any], limits: EdgeLimits) -> None:
+        super().__init__(handlers)
+        self.limits = limits
+
+    def _protocol_factory(self) -> H2Protocol:
+        plain = super()._protocol_factory()
+        guarded = _GuardedProtocol(plain.handler, plain.config, plain.h2_config)
+        guarded.limits = self.limits
+        return guarded

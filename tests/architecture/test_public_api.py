@@ -6,7 +6,9 @@ missing here is a name no other package can use.
 
 from __future__ import annotations
 
+import ast
 import importlib
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +49,29 @@ def test_the_root_declares_what_it_exports(name: str) -> None:
 def test_the_entry_points_other_packages_use_are_public(name: str, required: set[str]) -> None:
     module = importlib.import_module(name)
     assert required <= set(module.__all__)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+ENTERED_AT_THE_ROOT = ("tolokaforge.db", "tolokaforge.runner", "tolokaforge.host")
+
+
+def _imported_modules(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+    return found
+
+
+@pytest.mark.parametrize("bench", sorted((ROOT / "tools/bench").glob("*.py")), ids=lambda p: p.name)
+def test_benchmarks_use_only_the_public_roots(bench: Path) -> None:
+    # lint-imports sees packages, not scripts: the benchmarks' imports are checked here.
+    private = [
+        module
+        for module in _imported_modules(bench)
+        if any(module.startswith(root + ".") for root in ENTERED_AT_THE_ROOT)
+    ]
+    assert private == [], f"{bench.name} imports package internals: {private}"

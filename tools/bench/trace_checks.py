@@ -17,12 +17,12 @@ import asyncio
 import json
 import statistics
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
 from grpclib.client import Channel
+from runner_calls import PARAMS, TOOLS  # the benchmarks' shared ping/touch tools
 
 from tolokaforge.contracts.runner import (
     ExecuteToolRequest,
@@ -33,29 +33,6 @@ from tolokaforge.contracts.runner import (
 )
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.runner import RunnerSettings, start_runner
-
-TOOLS = textwrap.dedent(
-    """
-    from __future__ import annotations
-    from typing import Any
-
-    class Ping:
-        @staticmethod
-        def invoke(data: dict[str, Any], text: str) -> str:
-            return text
-
-    class Touch:
-        @staticmethod
-        def invoke(data: dict[str, Any], index: int) -> str:
-            record = data["records"][index]
-            record["hits"] = record.get("hits", 0) + 1
-            return str(record["hits"])
-    """
-)
-PARAMS = {
-    "Ping": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-    "Touch": {"type": "object", "properties": {"index": {"type": "integer"}}, "required": ["index"]},
-}
 
 
 def _m(tool: str, **extra: Any) -> dict[str, Any]:

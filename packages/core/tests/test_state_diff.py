@@ -102,8 +102,8 @@ def test_shared_records_are_skipped_and_the_result_is_the_same_as_for_copies() -
 
 
 def test_stable_leaves_out_unstable_fields() -> None:
-    golden = {"r": [{"id": 1, "at": "t1", "v": 1}], "k": {}}
-    trial = {"r": [{"id": 1, "at": "t2", "v": 1}, {"id": 2, "at": "t3", "v": 2}], "k": {}}
+    golden: dict[str, Any] = {"r": [{"id": 1, "at": "t1", "v": 1}], "k": {}}
+    trial: dict[str, Any] = {"r": [{"id": 1, "at": "t2", "v": 1}, {"id": 2, "at": "t3", "v": 2}], "k": {}}
     unstable = {("r", "at")}
     marked = diff_states(golden, trial, unstable)
     assert [(d.where, d.declared_unstable) for d in marked.differences] == [
@@ -113,3 +113,24 @@ def test_stable_leaves_out_unstable_fields() -> None:
     stable = diff_states(golden, trial, unstable, stable=True)
     assert [d.where for d in stable.differences] == ["r[2]"]
     assert stable.differences[0].actual == {"id": 2, "v": 2}
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 39), st.integers(0, 45), st.booleans()), max_size=6),
+    st.lists(st.tuples(st.integers(0, 39), st.integers(0, 45), st.booleans()), max_size=6),
+)
+def test_a_common_ancestor_never_changes_the_result(
+    golden_edits: list[tuple[int, int, bool]], trial_edits: list[tuple[int, int, bool]]
+) -> None:
+    base: list[dict[str, Any]] = [{"id": i, "v": 0} for i in range(40)]
+
+    def edited(edits: list[tuple[int, int, bool]]) -> list[dict[str, Any]]:
+        side = list(base)
+        for position, new_id, keep_id in edits:  # new ids may collide with kept ones
+            side[position] = {"id": base[position]["id"] if keep_id else new_id, "v": position + 1}
+        return side
+
+    golden, trial = edited(golden_edits), edited(trial_edits)
+    assert diff_states({"t": golden}, {"t": trial}, common={"t": base}) == diff_states(
+        {"t": golden}, {"t": trial}
+    )

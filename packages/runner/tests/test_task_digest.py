@@ -82,12 +82,24 @@ async def test_an_unknown_digest_asks_for_the_task_and_nothing_is_left(stub: Run
     assert again.success, again.error
 
 
+def _wrong_digest(text: str, digest: str) -> tuple[str, str | None]:
+    return text, "0" * 64
+
+
+def _no_digest(text: str, digest: str) -> tuple[str, str | None]:
+    return text, ""
+
+
+def _not_json(text: str, digest: str) -> tuple[str, str | None]:
+    return text.replace('"open"', "NaN", 1), None  # None: the digest of the new text
+
+
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        (lambda text, digest: (text, "0" * 64), "is not the SHA-256 of task_json"),
-        (lambda text, digest: (text, ""), "task_json is given without task_digest"),
-        (lambda text, digest: (text.replace('"open"', "NaN", 1), None), "is not valid JSON"),
+        (_wrong_digest, "is not the SHA-256 of task_json"),
+        (_no_digest, "task_json is given without task_digest"),
+        (_not_json, "is not valid JSON"),
     ],
     ids=["wrong-digest", "no-digest", "not-json"],
 )

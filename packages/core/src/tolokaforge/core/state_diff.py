@@ -127,6 +127,7 @@ def diff_states(
     unstable: Collection[tuple[str, str]] = (),
     *,
     stable: bool = False,
+    common: Mapping[str, Any] | None = None,
 ) -> StateDiff:
     """Every difference between two states, in table, record and field order.
 
@@ -135,7 +136,9 @@ def diff_states(
     unstable fields are left out (no difference on them, and no such field in a record shown whole).
 
     The cost follows what differs: a table or record that is the same object on both sides (two states
-    sharing what neither changed) is skipped without looking inside.
+    sharing what neither changed) is skipped without looking inside. ``common`` is a state both derive
+    from, sharing its records (a task's initial state): a list table's identity field is then worked
+    out once for it and only checked on the records each side replaced, not on every record.
     """
     found: list[Difference] = []
     for table in sorted(set(expected) | set(actual)):
@@ -149,7 +152,8 @@ def diff_states(
             continue
         if before == after:  # C-level, and quick when most records are shared objects
             continue
-        for record, old, new in _pair_records(table, before, after, unstable):
+        ancestor = None if common is None else common.get(table)
+        for record, old, new in _pair_records(table, before, after, unstable, ancestor):
             found.extend(_record_differences(table, record, old, new, unstable))
     if stable:
         fields = {(table, name) for table, name in unstable}
@@ -193,7 +197,7 @@ def _record_differences(
 
 
 def _pair_records(
-    table: str, before: Any, after: Any, unstable: Collection[tuple[str, str]]
+    table: str, before: Any, after: Any, unstable: Collection[tuple[str, str]], common: Any = None
 ) -> list[tuple[str, Any, Any]]:
     """The records to compare, paired; pairs of one shared object are left out (they cannot differ)."""
     if isinstance(before, dict) and isinstance(after, dict):
@@ -207,7 +211,9 @@ def _pair_records(
         return [(str(key), first.get(key, ABSENT), second.get(key, ABSENT)) for key in keys]
     if isinstance(before, list) and isinstance(after, list):
         first_list, second_list = cast(list[Any], before), cast(list[Any], after)
-        identity = _identity_field(table, first_list, second_list, unstable)
+        identity = _shared_identity(table, first_list, second_list, unstable, common)
+        if identity is _UNKNOWN:
+            identity = _identity_field(table, first_list, second_list, unstable)
         if len(first_list) == len(second_list):
             # Same length: the records at one position are usually one object (shared by both states);
             # only the others can differ. Matching by identity pairs the same positions when each
@@ -263,6 +269,50 @@ def _unique_scalar(records: list[Any], name: str) -> bool:
         return False
     kinds = set(map(type, values))
     return kinds <= {str, int} and len(set(values)) == len(values)
+
+
+_UNKNOWN: Any = object()
+_ANCESTORS: dict[int, tuple[list[Any], str | None, frozenset[Any]]] = {}
+"""id(list) -> (the list, its identity field, that field's values): a few shared ancestors' analyses."""
+_MAX_ANCESTORS = 16
+
+
+def _shared_identity(
+    table: str, first: list[Any], second: list[Any], unstable: Collection[tuple[str, str]], common: Any
+) -> Any:
+    """The identity field of ``first`` + ``second`` when both are ``common`` with some records replaced.
+
+    Exactly what :func:`_identity_field` would choose, or ``_UNKNOWN`` when that cannot be told cheaply:
+    then the caller works it out over every record.
+    """
+    if type(common) is not list:
+        return _UNKNOWN
+    base = cast(list[Any], common)
+    if not base or not len(base) == len(first) == len(second):
+        return _UNKNOWN
+    analysed: tuple[list[Any], str | None, frozenset[Any]] | None = _ANCESTORS.get(id(base))
+    if analysed is None or analysed[0] is not base:
+        field = _identity_field(table, base, [], unstable)
+        values: frozenset[Any] = frozenset(map(itemgetter(field), base)) if field is not None else frozenset()
+        if len(_ANCESTORS) >= _MAX_ANCESTORS:
+            _ANCESTORS.clear()
+        analysed = _ANCESTORS[id(base)] = (base, field, values)
+    _, field, values = analysed
+    # Only "id" (the first candidate) is decided here: a later candidate depends on the first record's
+    # fields and every earlier candidate failing, which is not worth tracking.
+    if field != "id" or first[0] is not base[0]:
+        return _UNKNOWN
+    for side in (first, second):
+        moved = list(compress(range(len(base)), map(is_not, side, base)))
+        replaced: list[Any] = [side[i] for i in moved]
+        # "id" holds on this side iff the replacing records carry unique scalar ids that no kept
+        # record of the ancestor carries; anything else is decided the slow way.
+        if not all(type(record) is dict for record in replaced) or not _unique_scalar(replaced, field):
+            return _UNKNOWN
+        gone: set[Any] = {base[i][field] for i in moved}
+        if not all(record[field] in gone or record[field] not in values for record in replaced):
+            return _UNKNOWN
+    return field
 
 
 def _short(value: Any, limit: int = 80) -> str:

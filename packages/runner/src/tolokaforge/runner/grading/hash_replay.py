@@ -50,6 +50,7 @@ async def grade_hash(
         snapshot_version = await client.create_snapshot(trial_id, PRE_GOLDEN_SNAPSHOT)
         saved = trial.mirror.set_aside() if snapshot_version == trial.mirror.version else None
         golden_state: Mapping[str, Any] | None = None
+        golden_from_mirror = False
         try:
             if trial.has_initialized_snapshot:
                 start = await client.restore_snapshot(trial_id, INITIALIZED_SNAPSHOT)
@@ -72,7 +73,7 @@ async def grade_hash(
             golden = await client.get_hashes(trial_id)
             if golden.stable_hash != trial_hashes.stable_hash:
                 if golden.version == trial.mirror.version and not trial.mirror.stale:
-                    golden_state = trial.mirror.share()
+                    golden_state, golden_from_mirror = trial.mirror.share(), True
                 else:
                     golden_state = (await client.get_state(trial_id)).tables
         finally:
@@ -85,9 +86,13 @@ async def grade_hash(
             await push_state(trial.sources, trial.mirror.tables)
         if golden_state is None:
             return ComponentResult("hash", 1.0, "State: hash match")
+        shared = saved is not None and golden_from_mirror
         trial_state = trial.mirror.share() if saved is not None else (await client.get_state(trial_id)).tables
     unstable = {(f.table_name, f.field_name) for f in trial.spec.task.initial_state.unstable_fields}
-    diff = diff_states(golden_state, trial_state, unstable, stable=True)
+    # Both states share the records of the replay's starting point: the diff looks only at the others.
+    diff = diff_states(
+        golden_state, trial_state, unstable, stable=True, common=trial.start_tables if shared else None
+    )
     # Stable states whose hashes differ always differ somewhere; "hash mismatch" is the honest fallback.
     summary = diff.summary() if diff else "hash mismatch"
     return ComponentResult("hash", 0.0, f"State: {summary}", extra={"state_diff": diff.to_json()})

@@ -108,9 +108,9 @@ def timed(function: Callable[[], object], repeat: int) -> float:
     return median_ms(samples)
 
 
-async def timed_async(function: Callable[[], Awaitable[object]]) -> float:
+async def timed_async(call: Awaitable[object]) -> float:
     started = time.perf_counter()
-    await function()
+    await call
     return time.perf_counter() - started
 
 
@@ -209,7 +209,7 @@ async def measure(
     loads_ms = timed(lambda: json.loads(payload), repeat)
     tables = json.loads(payload)["task"]["initial_state"]["tables"]
     hash_ms = timed(lambda: canonical_hash(tables), repeat)
-    echo_ms = median_ms([await timed_async(lambda: register(echo, f"e:{i}", payload)) for i in range(repeat)])
+    echo_ms = median_ms([await timed_async(register(echo, f"e:{i}", payload)) for i in range(repeat)])
 
     first: list[float] = []
     later: list[float] = []
@@ -226,15 +226,15 @@ async def measure(
         digest = hashlib.sha256(task_json.encode()).hexdigest()
         # 1st: the task sent once, with its digest (the host's way with a runner that accepts digests).
         first_payload = json.dumps({"trial_id": ids[0]})
-        first.append(await timed_async(lambda: register(stub, ids[0], first_payload, task_json, digest)))
+        first.append(await timed_async(register(stub, ids[0], first_payload, task_json, digest)))
         for trial_id in ids[1:3]:
-            later.append(await timed_async(lambda: register_by_digest(stub, trial_id, digest)))
+            later.append(await timed_async(register_by_digest(stub, trial_id, digest)))
         plain_payload = spec_json(ids[3], fresh)
-        plain.append(await timed_async(lambda: register(stub, ids[3], plain_payload)))
+        plain.append(await timed_async(register(stub, ids[3], plain_payload)))
         await touch(stub, ids[0], 0)  # the golden path: the hash matches
         await touch(stub, ids[1], min(1, records - 1))  # another record: the hash differs
-        match.append(await timed_async(lambda: grade(stub, ids[0], True)))
-        differ.append(await timed_async(lambda: grade(stub, ids[1], records == 1)))
+        match.append(await timed_async(grade(stub, ids[0], True)))
+        differ.append(await timed_async(grade(stub, ids[1], records == 1)))
         for trial_id in ids:
             await stub.cleanup_trial(CleanupTrialRequest(trial_id=trial_id))
 

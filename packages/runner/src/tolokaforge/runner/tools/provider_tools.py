@@ -132,8 +132,8 @@ class ProviderSource:
         await self._ensure_started()
 
     async def recycle(self) -> None:
-        """Kill the process now; the next invoke starts a fresh one."""
-        await self._stop()
+        """Kill the process now, without a grace (a call is waiting); the next invoke starts a fresh one."""
+        await self._stop(grace=False)
 
     async def cleanup(self) -> None:
         await self._stop()
@@ -222,13 +222,13 @@ class ProviderSource:
             details=details,
         )
 
-    async def _stop(self) -> None:
+    async def _stop(self, *, grace: bool = True) -> None:
         channel, child = self._channel, self._child
         self._channel = self._stub = self._child = None
         if channel is not None:
             channel.close()
         if child is not None:
-            await child.stop()
+            await child.stop(grace=grace)
 
 
 def _collect(reply: Reply, event: Any) -> bool:

@@ -127,17 +127,6 @@ class McpSource:
         session = await self._ensure_started()
         await self._state_call(session, SET_STATE_TOOL, {"state_json": json.dumps(tables, default=str)})
 
-    async def pull_state(self) -> dict[str, Any]:
-        session = await self._ensure_started()
-        text = await self._state_call(session, GET_STATE_TOOL, {})
-        try:
-            tables = json.loads(text)
-        except ValueError as error:
-            raise self._state_failure(f"its state is not JSON: {error}") from error
-        if not isinstance(tables, dict):
-            raise self._state_failure("its state is not a JSON object of tables")
-        return cast(dict[str, Any], tables)
-
     def take_state(self) -> dict[str, Any] | None:
         """A syncing server's tables after the last call, when it succeeded (once; None otherwise)."""
         pulled, self._pulled = self._pulled, None
@@ -201,7 +190,10 @@ class McpSource:
             # Whatever the failed call changed in the server's tables, the executor puts the trial's back.
             return Reply(error=ReplyError(ToolErrorCategory.EXECUTION_FAILED, text or "the tool failed"))
         if self.syncs_state:
-            self._pulled = await self.pull_state()
+            # From the very server that ran the call: a restarted one would hold the pre-call tables.
+            if self._session is not session or not self.running:
+                raise await self._crashed(operation, "it exited before its tables could be read back")
+            self._pulled = _tables(await self._state_call(session, GET_STATE_TOOL, {}), self._state_failure)
         output = json.dumps(result.structured_content) if result.structured_content is not None else None
         return Reply(output=output, text=text)
 
@@ -330,6 +322,16 @@ def _unwrap(error: BaseException) -> BaseException:
         if not isinstance(inner, tuple) or len(cast(tuple[Any, ...], inner)) != 1:
             return found
         found = cast(BaseException, inner[0])
+
+
+def _tables(text: str, failure: Callable[[str], ToolFailure]) -> dict[str, Any]:
+    try:
+        tables = json.loads(text)
+    except ValueError as error:
+        raise failure(f"its state is not JSON: {error}") from error
+    if not isinstance(tables, dict):
+        raise failure("its state is not a JSON object of tables")
+    return cast(dict[str, Any], tables)
 
 
 def _render(content: Sequence[Any]) -> str:

@@ -119,11 +119,11 @@ SOURCES = {
         "process",
         _server_spec(fixture_server("test", "provider", "provider.py")),
         "",
-        {FAIL: {}, TIMEOUT: {}, CRASH: {}},
+        {FAIL: {}, TIMEOUT: {}, CRASH: {}, GARBLE: {}},
         ("echo", {"text": "hi"}),
     ),
 }
-PROVIDER_OPERATIONS = {FAIL: "flaky_mutating", TIMEOUT: "hang", CRASH: "crash"}
+PROVIDER_OPERATIONS = {FAIL: "flaky_mutating", TIMEOUT: "hang", CRASH: "crash", GARBLE: "garble"}
 
 CASES = [(name, mode) for name, source in SOURCES.items() for mode in source.arguments]
 

@@ -122,6 +122,16 @@ class ProviderSource:
             return _grpc_error_reply(error)
         except (grpclib.exceptions.StreamTerminatedError, ConnectionError, OSError) as error:
             raise await self._crashed(operation, f"{type(error).__name__}: {error}") from error
+        except ValueError as error:
+            # An event that does not decode (a string that is not UTF-8): the call's answer is unreadable.
+            return Reply(
+                error=ReplyError(
+                    ToolErrorCategory.EXECUTION_FAILED,
+                    f"the provider's reply could not be read: {type(error).__name__}: {error}",
+                    False,
+                    {"provider": self.name, "operation": operation},
+                )
+            )
         if not terminal:
             if self._exited():
                 raise await self._crashed(operation, "the Invoke stream ended without a terminal event")

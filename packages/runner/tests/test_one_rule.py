@@ -235,6 +235,24 @@ async def test_cleanup_leaves_no_descendant_of_a_server(
     assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
 
 
+async def test_a_daemon_holding_a_servers_pipes_delays_no_answer(client: Client) -> None:
+    trial_id = "rule_daemon:0"
+    await client.register(trial_id, _server_spec(fixture_server("shop", "mcp", "mcp_server.py")))
+    forked = await client.call(trial_id, "daemonize", {})
+    assert forked.status == ExecutionStatus.SUCCESS, forked.error_message
+    daemon = psutil.Process(int(forked.output))
+    before = await client.full_hash(trial_id)
+    started = time.perf_counter()
+    response = await client.call(trial_id, "misbehave", {"how": "hang"}, timeout=BUDGET_S)
+    elapsed = time.perf_counter() - started
+    assert response.status == ExecutionStatus.TIMEOUT, response.error_message
+    assert elapsed < BUDGET_S + 0.5, elapsed  # the server's pipes are still open in the daemon
+    assert await client.full_hash(trial_id) == before
+    assert (await client.call(trial_id, "pid", {})).status == ExecutionStatus.SUCCESS
+    assert (await client.stub.cleanup_trial(CleanupTrialRequest(trial_id=trial_id))).success
+    daemon.wait(timeout=10)  # out of every kill's reach (docs/faults.md): it ends on its own
+
+
 @pytest.mark.parametrize("how", ["reply_then_exit", "reply_then_exit_later"])
 async def test_a_server_that_exits_after_replying_is_restarted_for_the_next_call(
     client: Client, how: str

@@ -18,7 +18,6 @@ would otherwise drop it and leave the call waiting for its budget.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import json
 import os
@@ -151,11 +150,14 @@ class StdioServer:
         self.child.kill()
 
     async def close(self) -> None:
-        """Kill, reap and release the server's descriptors."""
+        """Kill, reap and release the server's descriptors, without waiting on anyone else's."""
         self.child.kill()
-        with contextlib.suppress(ProcessLookupError):
-            await self.child.reap()
-        self._stdin.close()
+        await self.child.reap_exit()
+        # Our pipe ends go now: an escaped daemon may hold the server's ends open for its whole life.
+        # asyncio offers no public way to close a subprocess's pipes but its transport.
+        transport: Any = getattr(self.child.process, "_transport", None)
+        if transport is not None:
+            transport.close()
         if self._probe_fd >= 0:
             os.close(self._probe_fd)
             self._probe_fd = -1

@@ -1,6 +1,6 @@
 """Benchmark: ExecuteTool round trips through a real runner, beside a bare grpclib echo floor.
 
-    uv run python tools/bench/runner_calls.py [--calls 2000] [--durable]
+    uv run python tools/bench/runner_calls.py [--calls 2000] [--durable] [--mcp | --mcp-only]
 
 For 1 trial (sequential calls) and 64 trials (one call loop each, concurrently; 8 with the 100k
 state), with a small state and a 100k-record state, it prints calls/s and p50/p99 latency of
@@ -9,6 +9,10 @@ same figures for a grpclib + betterproto2 servicer that answers ExecuteTool with
 (same payload sizes, same process, same event loop, same concurrency), measured in rounds
 alternating with the case; medians over the rounds. The goal: runner overhead within 2x the echo floor, and latency
 independent of state size.
+
+``--mcp`` adds the same rows for a stdio MCP server's echo tool (1 trial; 100 records, and 100k
+records to show a remote call's cost does not grow with the state either); ``--mcp-only`` prints
+only those.
 """
 
 from __future__ import annotations
@@ -66,6 +70,29 @@ TOOLS = textwrap.dedent(
             return str(record["hits"])
     """
 )
+MCP_SERVER = textwrap.dedent(
+    """
+    import json, sys
+
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        method, params = message.get("method"), message.get("params") or {}
+        if method == "initialize":
+            result = {"protocolVersion": params.get("protocolVersion"), "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "bench", "version": "0"}}
+        elif method == "tools/list":
+            result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+        elif method == "tools/call":
+            text = str(params["arguments"].get("text", ""))
+            result = {"content": [{"type": "text", "text": text}], "isError": False}
+        else:
+            result = {}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\\n")
+        sys.stdout.flush()
+    """
+)
 PARAMS = {
     "Ping": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
     "Touch": {"type": "object", "properties": {"index": {"type": "integer"}}, "required": ["index"]},
@@ -81,7 +108,7 @@ class EchoServicer(RunnerServiceBase):
         )
 
 
-def _spec(trial_id: str, code: Path, records: int) -> str:
+def _spec(trial_id: str, code: Path, records: int, *, mcp: bool = False) -> str:
     tools = [
         {"name": name.lower(), "parameters": params, "source": {"module_path": "tools", "class_name": name}}
         for name, params in PARAMS.items()
@@ -89,12 +116,14 @@ def _spec(trial_id: str, code: Path, records: int) -> str:
     table = [
         {"id": f"R-{i}", "name": f"record {i}", "value": i * 0.5, "tags": ["a", "b"]} for i in range(records)
     ]
-    task = {
+    task: dict[str, Any] = {
         "task_id": "bench",
-        "agent_tools": tools,
+        "agent_tools": [] if mcp else tools,
         "tool_code": {"path": str(code)},
         "initial_state": {"tables": {"records": table}},
     }
+    if mcp:
+        task["tool_servers"] = [{"name": "bench", "protocol": "mcp", "script": "mcp_echo.py"}]
     return json.dumps({"trial_id": trial_id, "task": task})
 
 
@@ -161,15 +190,16 @@ async def _runner(
             response = await stub.register_trial(
                 RegisterTrialRequest(
                     trial_id=f"t:{trial}",
-                    trial_spec_json=_spec(f"t:{trial}", code, records),
+                    trial_spec_json=_spec(f"t:{trial}", code, records, mcp=tool == "mcp_echo"),
                     engine_protocol_version=ENGINE_PROTOCOL_VERSION,
                 )
             )
             assert response.success, response.error
 
         async def call(trial: int, n: int) -> None:
-            arguments = {"text": "hello"} if tool == "ping" else {"index": n % max(records, 1)}
-            result = await stub.execute_tool(_request(f"t:{trial}", tool, arguments, n))
+            arguments = {"text": "hello"} if tool != "touch" else {"index": n % max(records, 1)}
+            name = "echo" if tool == "mcp_echo" else tool
+            result = await stub.execute_tool(_request(f"t:{trial}", name, arguments, n))
             assert result.status == ExecutionStatus.SUCCESS, result.error_message
 
         await _measure(trials, min(calls, 200), call)  # warm-up
@@ -214,6 +244,23 @@ async def _durable_rows(calls: int, code: Path) -> None:
         await admin.close()
 
 
+async def _row(n_trials: int, records: int, tool: str, calls: int, rounds: int, code: Path) -> None:
+    # The floor is measured right beside each round of the case, with the same
+    # concurrency, so machine noise hits both alike.
+    floors: list[tuple[float, float, float]] = []
+    cases: list[tuple[float, float, float]] = []
+    for _ in range(rounds):
+        floors.append(await _echo_floor(n_trials, calls))
+        cases.append(await _runner(n_trials, calls, records, tool, code))
+    floor, (rate, p50, p99) = _median_row(floors), _median_row(cases)
+    label = f"{n_trials} trial(s), {records:>6} records, {tool}"
+    print(
+        f"{label:<44}{rate:>10.0f}{p50:>9.2f}{p99:>9.2f}   "
+        f"{floor[0]:>8.0f}{floor[1]:>8.2f}{floor[2]:>8.2f}        {floor[0] / rate:>5.2f}x",
+        flush=True,
+    )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=2000)
@@ -223,32 +270,25 @@ async def main() -> None:
         action="store_true",
         help="also the write case with state in a DB service on PostgreSQL (TOLOKAFORGE_BENCH_PG_DSN)",
     )
+    parser.add_argument("--mcp", action="store_true", help="also a stdio MCP server's echo tool")
+    parser.add_argument("--mcp-only", action="store_true", help="only the MCP rows")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         code = Path(tmp)
         (code / "tools.py").write_text(TOOLS)
+        (code / "mcp_echo.py").write_text(MCP_SERVER)
         print(
             f"{'case':<44}{'calls/s':>10}{'p50 ms':>9}{'p99 ms':>9}   floor: echo calls/s, p50, p99   ratio"
         )
-        for trials in (1, 64):
+        for trials in () if args.mcp_only else (1, 64):
             for records in (100, 100_000):
                 # 64 trials of 100k records each is 6.4M records: keep the big case to 8 trials.
                 n_trials = trials if records < 100_000 else min(trials, 8)
                 for tool in ("ping", "touch"):
-                    # The floor is measured right beside each round of the case, with the same
-                    # concurrency, so machine noise hits both alike.
-                    floors: list[tuple[float, float, float]] = []
-                    cases: list[tuple[float, float, float]] = []
-                    for _ in range(args.rounds):
-                        floors.append(await _echo_floor(n_trials, args.calls))
-                        cases.append(await _runner(n_trials, args.calls, records, tool, code))
-                    floor, (rate, p50, p99) = _median_row(floors), _median_row(cases)
-                    label = f"{n_trials} trial(s), {records:>6} records, {tool}"
-                    print(
-                        f"{label:<44}{rate:>10.0f}{p50:>9.2f}{p99:>9.2f}   "
-                        f"{floor[0]:>8.0f}{floor[1]:>8.2f}{floor[2]:>8.2f}        {floor[0] / rate:>5.2f}x",
-                        flush=True,
-                    )
+                    await _row(n_trials, records, tool, args.calls, args.rounds, code)
+        if args.mcp or args.mcp_only:
+            for records in (100, 100_000):
+                await _row(1, records, "mcp_echo", args.calls, args.rounds, code)
         if args.durable:
             await _durable_rows(min(args.calls, 500), code)
 

@@ -48,6 +48,7 @@ __all__ = [
     "UnaccountedKeys",
     "UnresolvableGoldenAction",
     "VersionSkewError",
+    "checked_text",
 ]
 
 
@@ -120,6 +121,20 @@ class ToolFailure(RunnerError):
         self.message = message
         self.retryable = retryable
         self.details = details or {}
+
+
+def checked_text(output: str) -> str:
+    """``output`` if the wire can carry it; a lone surrogate fails the call (checked before any commit)."""
+    try:
+        output.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ToolFailure(
+            ExecutionStatus.ERROR,
+            ToolErrorCategory.EXECUTION_FAILED,
+            f"the tool's output is not valid Unicode text: {error.reason} at position {error.start}",
+            details={"position": error.start},
+        ) from error
+    return output
 
 
 class GradingFailure(RunnerError):

@@ -5,9 +5,11 @@ mode, on one of the runner's threads (trusted.py); either way its changes are co
 when it finishes inside its budget, as one atomic batch. Every call is banded: the budget is the
 request's, else the tool's declared one, else the trial default, never more than
 :data:`MAX_BUDGET_S` (non-finite values included). A remote tool (MCP server, tool provider) runs in its source's child process under the
-kernel's reactions (reactions.py); after a call to a source that writes the store, the mirror is
-reloaded when the store's version moved. Every outcome is one of the ExecutionStatus values with a
-classified ToolError, and the record says how many attempts it took.
+kernel's reactions (reactions.py). The same rule holds for it: after a call that succeeded, a
+syncing server's tables are committed, or the mirror is reloaded when the server moved the store's
+version; after every attempt that failed, timed out or crashed, the store (and a syncing server) is
+put back to the state before the call (:func:`_restore`). Every outcome is one of the
+ExecutionStatus values with a classified ToolError, and the record says how many attempts it took.
 """
 
 from __future__ import annotations
@@ -28,13 +30,15 @@ from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.transcript.recorded import RecordedToolCall
 from tolokaforge.db import DBServiceError, StoreUnreachableError
 
-from .errors import ToolFailure
+from .errors import ToolFailure, checked_text
 from .isolated import IsolatedRunner
 from .process.sandbox import Limits
-from .reactions import KeyedLocks, run_remote
+from .reactions import KeyedLocks, RemoteOutcome, run_remote
+from .state.mirror import SetAside
 from .tools import Tool
 from .tools.python_tools import WorkerTool
-from .tools.remote import CallInfo, RemoteTool
+from .tools.remote import CallInfo, RemoteTool, ToolSourceSession
+from .tools.state_sync import StateSyncing, changes_to
 from .trial import TrialContext
 from .trusted import ThreadRunner
 
@@ -163,7 +167,6 @@ class ToolExecutor:
                     assert self.threads is not None, "an in-process tool outside trusted mode"
                     run = self.threads.run(trial, tool, arguments, budget, self._commit)
                 output, changes = await run
-                output = _utf8(output)
                 mutations = sum(len(change["operations"]) for change in changes)
                 outcome = CallOutcome(
                     ExecutionStatus.SUCCESS, output, None, time.perf_counter() - started, mutations
@@ -209,6 +212,17 @@ class ToolExecutor:
     ) -> CallOutcome:
         workspace = str(trial.workspace) if trial.workspace is not None else ""
         call = CallInfo(trial.trial_id, call_id, workspace, budget, attempt=1)
+        before = trial.mirror.set_aside()
+
+        async def rollback() -> None:
+            try:
+                await _restore(trial, tool.source, before)
+            except DBServiceError as error:
+                trial.mirror.stale = True
+                raise _RollbackFailed(
+                    _infrastructure(error, "the failed call's changes could not be undone")
+                ) from error
+
         try:
             result = await run_remote(
                 tool,
@@ -216,11 +230,21 @@ class ToolExecutor:
                 call,
                 breaker=trial.breaker(tool.source.identity),
                 locks=self._conflict_locks,
+                rollback=rollback,
             )
-        finally:
-            # Even a failed or timed-out call may have written through the DB service before it ended.
-            if tool.source.writes_state:
-                await self._reload_if_moved(trial)
+            if result.failure is None:
+                try:
+                    checked_text(result.output)
+                    await self._keep(trial, tool.source)
+                except ToolFailure as failure:  # a reply the runner cannot keep is undone like a failure
+                    await rollback()
+                    result = RemoteOutcome("", failure, result.attempts)
+        except _RollbackFailed as error:
+            result = RemoteOutcome("", error.failure, 1)
+        except BaseException:
+            # Cancelled mid-call: the source may have written; the store is re-read before the next call.
+            trial.mirror.stale = True
+            raise
         latency = time.perf_counter() - started
         if result.failure is not None:
             failure = result.failure
@@ -236,7 +260,7 @@ class ToolExecutor:
             )
         return CallOutcome(
             ExecutionStatus.SUCCESS,
-            _utf8(result.output),
+            result.output,
             None,
             latency,
             0,
@@ -244,6 +268,15 @@ class ToolExecutor:
             category=result.category,
             exit_code=result.exit_code,
         )
+
+    async def _keep(self, trial: TrialContext, source: ToolSourceSession) -> None:
+        """After a successful call: commit a syncing server's tables, or follow the store it wrote."""
+        if isinstance(source, StateSyncing) and source.syncs_state:
+            tables = source.take_state()
+            if tables is not None:
+                await self._commit(trial, changes_to(trial.mirror.tables, tables))
+        elif source.writes_state:
+            await self._reload_if_moved(trial)
 
     @staticmethod
     async def _reload_if_moved(trial: TrialContext) -> None:
@@ -356,18 +389,39 @@ def _infrastructure(error: DBServiceError, what: str) -> ToolFailure:
     )
 
 
-def _utf8(output: str) -> str:
-    """A tool's output must be text the wire can carry (a lone surrogate cannot be encoded)."""
-    try:
-        output.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise ToolFailure(
-            ExecutionStatus.ERROR,
-            ToolErrorCategory.EXECUTION_FAILED,
-            f"the tool's output is not valid Unicode text: {error.reason} at position {error.start}",
-            details={"position": error.start},
-        ) from error
-    return output
+class _RollbackFailed(Exception):
+    """Undoing a failed call failed (the store is unreachable): the call ends as an infrastructure failure."""
+
+    def __init__(self, failure: ToolFailure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+async def _restore(trial: TrialContext, source: ToolSourceSession, before: SetAside) -> None:
+    """Put the trial back to ``before`` (its state when the call began): store, mirror and a syncing server.
+
+    Nothing is written when the store did not move (a python-like failure); otherwise the batch that
+    turns the store's tables back into ``before``'s is committed, so the hashes equal the pre-call
+    ones (the version moves on: versions are never reused). One version read on every failure; the
+    state's size is paid only when the failed call wrote.
+    """
+    mirror, client = trial.mirror, trial.mirror.client
+    moved = (await client.get_hashes(trial.trial_id)).version
+    if moved != before.version:
+        state = await client.get_state(trial.trial_id)
+        changes = changes_to(state.tables, before.tables)
+        version = (
+            await client.patch(trial.trial_id, changes, expected_version=state.version)
+            if changes
+            else state.version
+        )
+        mirror.put_back(before, version)
+    if isinstance(source, StateSyncing) and source.syncs_state and source.running:
+        # Its own tables may hold what the failed call did. A dead server gets the trial's at restart.
+        try:
+            await source.push_state(before.tables)
+        except ToolFailure:
+            await source.recycle()
 
 
 def _category_name(failure: ToolFailure | None) -> str | None:

@@ -17,7 +17,7 @@ from typing import Any, cast
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
 
-from .errors import ToolFailure, ToolLoadError
+from .errors import ToolFailure, ToolLoadError, checked_text
 from .process.sandbox import Limits
 from .process.supervisor import probe_limits
 from .tools.python_tools import WorkerTool
@@ -117,6 +117,8 @@ class IsolatedRunner:
             )
         typed = cast(list[dict[str, Any]], changes)
         try:
+            # A reply is JSON, which cannot carry a lone surrogate; checked anyway, before the commit.
+            checked_text(output)
             await commit(trial, typed)
         except (KeyError, IndexError, TypeError, ValueError) as error:
             # Changes the store took but the mirror cannot apply: the store is the truth, so reload.

@@ -3,7 +3,10 @@
 * The reply is judged: an output that violates the operation's output_schema, an exit_status from an
   operation that is not process-backed, output chunks from one that does not stream, or a provider
   claiming process_crashed about itself is a protocol violation (unknown, with details), never passed on.
-* A call past its budget is timeout; the source is killed and rebuilt before the next call.
+* A call past its budget is timeout; the source is killed at once and rebuilt before the next call.
+* A call the source's process was gone before reading never ran: it is sent once more, to a fresh
+  process started outside the budget, and is never blamed for the exit.
+* Every attempt that fails is undone (``rollback``) before it is retried or answered.
 * A retryable failure is retried unseen only for idempotent resource operations and data sources,
   never interactive ones; concurrency_conflict is retried serialized on the operation's key fields.
 * cancelled is not a failure the model sees; process_crashed (synthesized by the source from the
@@ -17,7 +20,7 @@ import asyncio
 import json
 import time
 from collections import defaultdict
-from collections.abc import Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,11 +29,13 @@ from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.retry import Backoff, RetryPolicy, retry_async
 
 from .errors import ToolFailure
-from .tools.remote import CallInfo, OperationSpec, RemoteTool, Reply
+from .tools.remote import CallInfo, CallNotDelivered, OperationSpec, RemoteTool, Reply
 
 __all__ = ["CircuitBreaker", "KeyedLocks", "RemoteOutcome", "run_remote", "settle"]
 
 MAX_ATTEMPTS = 3
+_DELIVERIES = 2
+"""How many fresh processes a call that was never read is offered before it fails."""
 _BACKOFF = Backoff(initial_s=0.05, max_s=0.4)
 _SURFACED_ERROR_STATUS = {
     ToolErrorCategory.INVALID_ARGUMENTS: ExecutionStatus.INVALID_ARGUMENTS,
@@ -101,15 +106,25 @@ async def run_remote(
     *,
     breaker: CircuitBreaker,
     locks: KeyedLocks,
+    rollback: Callable[[], Awaitable[None]] | None = None,
 ) -> RemoteOutcome:
-    """Run ``tool`` with every reaction applied; never raises a ToolFailure."""
+    """Run ``tool`` with every reaction applied; never raises a ToolFailure.
+
+    ``rollback`` runs after every failed attempt, before it is retried or answered: whatever the
+    attempt changed is undone. What it raises ends the call.
+    """
     attempts = 0
     serialized: asyncio.Lock | None = None
 
     async def once() -> tuple[str, int | None]:
         nonlocal attempts
         attempts += 1
-        return await _attempt(tool, arguments, call, attempts, breaker)
+        try:
+            return await _attempt(tool, arguments, call, attempts, breaker)
+        except ToolFailure:
+            if rollback is not None:
+                await rollback()
+            raise
 
     def retried(error: BaseException) -> bool:
         if not isinstance(error, ToolFailure):
@@ -182,11 +197,7 @@ async def _attempt(
         )
     this_call = CallInfo(call.trial_id, call.call_id, call.working_directory, call.timeout_seconds, attempt)
     try:
-        # A rebuild after a crash or a kill is not the call's own work: it happens before the budget starts.
-        await tool.source.ensure_started()
-        reply = await asyncio.wait_for(
-            tool.source.invoke(tool.spec.name, arguments, this_call), call.timeout_seconds
-        )
+        reply = await _deliver(tool, arguments, this_call)
     except TimeoutError as error:
         # The source may be wedged mid-call: kill it now, so the next call runs on a fresh process.
         await tool.source.recycle()
@@ -204,6 +215,26 @@ async def _attempt(
         raise
     breaker.record_success()
     return settle(name, tool.spec, reply), reply.exit_code
+
+
+async def _deliver(tool: RemoteTool, arguments: Mapping[str, Any], call: CallInfo) -> Reply:
+    """The source's reply within the budget; a call its process never read goes to a fresh one."""
+    undelivered: CallNotDelivered | None = None
+    for _ in range(_DELIVERIES):
+        # A rebuild after a crash, a kill or an exit is not the call's own work: it precedes the budget.
+        await tool.source.ensure_started()
+        try:
+            return await asyncio.wait_for(
+                tool.source.invoke(tool.spec.name, arguments, call), call.timeout_seconds
+            )
+        except CallNotDelivered as error:
+            undelivered = error
+    raise ToolFailure(
+        ExecutionStatus.ERROR,
+        ToolErrorCategory.PROCESS_CRASHED,
+        f"tool {tool.description.name!r} never ran: {undelivered} ({_DELIVERIES} fresh processes in a row)",
+        details={"never_ran": True, "deliveries": _DELIVERIES},
+    )
 
 
 def settle(name: str, spec: OperationSpec, reply: Reply) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
 
-from .errors import ToolFailure
+from .errors import ToolFailure, checked_text
 from .state.cow import TableShapeError
 from .tools import Tool
 from .trial import TrialContext
@@ -79,6 +79,7 @@ class ThreadRunner:
                     )
                 raise classify_tool_exception(tool, result.error)
             output, changes = result
+            checked_text(output)  # before the commit: an output the wire cannot carry fails the call
             await commit(trial, changes)
             return output, changes
         finally:

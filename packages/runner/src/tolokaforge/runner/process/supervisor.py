@@ -29,6 +29,7 @@ from .sandbox import Limits
 __all__ = ["Supervised", "kill_all_supervised", "launcher_argv", "probe_limits"]
 
 _live: set[Supervised] = set()
+_EXIT_POLL_S = 0.005
 _atexit_registered = False
 
 Redirect = int | IO[Any] | None
@@ -143,6 +144,22 @@ class Supervised:
         _signal_group(self.pid, signal.SIGKILL)
         _live.discard(self)
         return code
+
+    async def reap_exit(self, deadline_s: float = 5.0) -> int | None:
+        """:meth:`reap` without waiting for the child's pipes to close.
+
+        asyncio's ``wait()`` also waits for the pipes' EOF, which a daemon the child double-forked
+        (out of reach of the kill) may hold open for as long as it lives; the exit code is set as
+        soon as the child is gone.
+        """
+        loop = asyncio.get_running_loop()
+        until = loop.time() + deadline_s
+        while self.process.returncode is None and loop.time() < until:
+            await asyncio.sleep(_EXIT_POLL_S)
+        _signal_group(self.pid, signal.SIGKILL)
+        if self.process.returncode is not None:
+            _live.discard(self)
+        return self.process.returncode
 
 
 def kill_all_supervised() -> None:

@@ -99,9 +99,9 @@ class ChildProcess:
                 while self._stderr_size > _TAIL_BYTES and len(self._stderr_tail) > 1:
                     self._stderr_size -= len(self._stderr_tail.popleft())
 
-    async def stop(self) -> None:
-        """Stop the child and every descendant: SIGTERM to the group, then SIGKILL after a grace."""
-        await self.child.stop(_STOP_GRACE_S)
+    async def stop(self, *, grace: bool = True) -> None:
+        """Stop the child and every descendant: SIGTERM to the group, then SIGKILL after a grace (or at once)."""
+        await self.child.stop(_STOP_GRACE_S if grace else 0.0)
         for task in self._drains:
             task.cancel()
         for task in self._drains:

@@ -122,6 +122,16 @@ class ProviderSource:
             return _grpc_error_reply(error)
         except (grpclib.exceptions.StreamTerminatedError, ConnectionError, OSError) as error:
             raise await self._crashed(operation, f"{type(error).__name__}: {error}") from error
+        except ValueError as error:
+            # An event that does not decode (a string that is not UTF-8): the call's answer is unreadable.
+            return Reply(
+                error=ReplyError(
+                    ToolErrorCategory.EXECUTION_FAILED,
+                    f"the provider's reply could not be read: {type(error).__name__}: {error}",
+                    False,
+                    {"provider": self.name, "operation": operation},
+                )
+            )
         if not terminal:
             if self._exited():
                 raise await self._crashed(operation, "the Invoke stream ended without a terminal event")
@@ -132,8 +142,8 @@ class ProviderSource:
         await self._ensure_started()
 
     async def recycle(self) -> None:
-        """Kill the process now; the next invoke starts a fresh one."""
-        await self._stop()
+        """Kill the process now, without a grace (a call is waiting); the next invoke starts a fresh one."""
+        await self._stop(grace=False)
 
     async def cleanup(self) -> None:
         await self._stop()
@@ -222,13 +232,13 @@ class ProviderSource:
             details=details,
         )
 
-    async def _stop(self) -> None:
+    async def _stop(self, *, grace: bool = True) -> None:
         channel, child = self._channel, self._child
         self._channel = self._stub = self._child = None
         if channel is not None:
             channel.close()
         if child is not None:
-            await child.stop()
+            await child.stop(grace=grace)
 
 
 def _collect(reply: Reply, event: Any) -> bool:

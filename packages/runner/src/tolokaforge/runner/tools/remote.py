@@ -7,7 +7,8 @@ every event it answered with (unjudged: the kernel's reactions judge them, see r
 starts a fresh one, ``cleanup`` stops it for good.
 
 Transport failures are the only errors a source raises itself, as ToolFailure with
-process_crashed; everything the child said is returned as a :class:`Reply`.
+process_crashed -- or :class:`CallNotDelivered` when the process was gone before it read the call;
+everything the child said is returned as a :class:`Reply`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,15 @@ from jsonschema import Draft202012Validator
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.models import ToolDescription
 
-__all__ = ["CallInfo", "OperationSpec", "RemoteTool", "Reply", "ReplyError", "ToolSourceSession"]
+__all__ = [
+    "CallInfo",
+    "CallNotDelivered",
+    "OperationSpec",
+    "RemoteTool",
+    "Reply",
+    "ReplyError",
+    "ToolSourceSession",
+]
 
 OperationKind = Literal["resource", "data_source", "interactive"]
 
@@ -39,6 +48,10 @@ class OperationSpec:
     streaming: bool = False
     concurrency_safe: bool = False
     key_fields: tuple[str, ...] = ()
+
+
+class CallNotDelivered(Exception):
+    """The source's process was gone before it read the call: the call never ran (safe to send again)."""
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,16 @@
 
 Such a server (an MCP server built with tolokaforge.core.tools_interface) is bound to the trial's
 mirror: it is given the trial's tables when it starts and after every reset or restore
-(:func:`push_state`), and after each call its tables come back through :func:`commit_server_state`,
-which writes the difference to the store as one batch. So the store, GetState and the grader always
-hold exactly what the server's tools did, and ResetTrial undoes it.
+(:func:`push_state`). After a call that succeeded its tables come back (``take_state``) and
+:func:`changes_to` gives the difference the executor commits to the store as one batch; after a call that
+failed the trial's tables are pushed to it again, so the failed call leaves nothing. So the store,
+GetState and the grader always hold exactly what the server's successful calls did, and ResetTrial
+undoes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from tolokaforge.contracts.runner import ExecutionStatus
@@ -20,25 +22,33 @@ from ..state.cow import CowTables, TableShapeError
 from ..state.mirror import TrialMirror
 from .remote import ToolSourceSession
 
-__all__ = ["StateSyncing", "bind_state", "commit_server_state", "push_state"]
+__all__ = ["StateSyncing", "bind_state", "changes_to", "push_state"]
 
 
 @runtime_checkable
 class StateSyncing(Protocol):
     syncs_state: bool
-    on_state: Callable[[dict[str, Any]], Awaitable[None]] | None
     current_state: Callable[[], Mapping[str, Any]] | None
+
+    @property
+    def running(self) -> bool: ...
 
     async def push_state(self, tables: Mapping[str, Any]) -> None: ...
 
+    def take_state(self) -> dict[str, Any] | None: ...
 
-async def commit_server_state(mirror: TrialMirror, tables: Mapping[str, Any]) -> None:
-    """Make the store (and the mirror) hold ``tables``, the server's whole state, as one batch."""
-    data = CowTables(mirror.tables)
+
+def changes_to(current: dict[str, Any], tables: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The TableChange batch that turns ``current`` into ``tables`` (every table of the trial's).
+
+    Used for a syncing server's whole state after a call, and to put a trial's pre-call state back
+    after a call that failed. Costs the size of the tables compared, so only those paths pay it.
+    """
+    data = CowTables(current)
     for name, table in tables.items():
         data[name] = table
     try:
-        changes = data.changes()
+        return data.changes()
     except TableShapeError as error:
         raise ToolFailure(
             ExecutionStatus.ERROR,
@@ -46,7 +56,6 @@ async def commit_server_state(mirror: TrialMirror, tables: Mapping[str, Any]) ->
             f"the tool server's state does not fit the trial's tables: {error}",
             details={"state_sync": str(error)},
         ) from error
-    await mirror.commit(changes)
 
 
 def bind_state(sources: Sequence[ToolSourceSession], mirror: TrialMirror) -> list[StateSyncing]:
@@ -54,11 +63,6 @@ def bind_state(sources: Sequence[ToolSourceSession], mirror: TrialMirror) -> lis
     syncing: list[StateSyncing] = []
     for source in sources:
         if isinstance(source, StateSyncing) and source.syncs_state:
-
-            async def on_state(tables: dict[str, Any]) -> None:
-                await commit_server_state(mirror, tables)
-
-            source.on_state = on_state
             source.current_state = lambda: mirror.tables
             syncing.append(source)
     return syncing

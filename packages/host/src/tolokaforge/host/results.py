@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -28,12 +29,14 @@ from tolokaforge.contracts.runner import Grade, JudgeStatus
 from tolokaforge.core.models import GradingConfig
 from tolokaforge.core.transcript import Message, ToolMessage
 
+from . import yaml_out
 from .conductor import TrialOutcome
 from .trace_results import trace_results_dict, trace_summary_dict
 
 __all__ = [
     "JUDGE_TRANSCRIPT",
     "NOT_EVALUATED",
+    "WrittenTrial",
     "configured_components",
     "dump_yaml",
     "grade_to_dict",
@@ -223,8 +226,9 @@ def metrics_dict(outcome: TrialOutcome) -> dict[str, Any]:
     }
 
 
-# libyaml's C emitter and parser (bundled with PyYAML's wheels) are ~10x faster than the pure-Python
-# ones; result files are written and read once per trial, so they are on the hot path.
+# libyaml's C parser (bundled with PyYAML's wheels) is ~10x faster than the pure-Python one; result
+# files are written and read once per trial, so they are on the hot path. Writing goes through
+# yaml_out, PyYAML's dumper only taking what that leaves.
 _SafeDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -245,7 +249,10 @@ _Dumper.add_representer(str, _represent_str)
 
 
 def dump_yaml(data: dict[str, Any]) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
+    try:
+        return yaml_out.dump(data)
+    except yaml_out.Unsupported:  # a value outside plain data: PyYAML's representers decide
+        return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
@@ -254,17 +261,29 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     os.replace(temporary, path)
 
 
+@dataclass(frozen=True)
+class WrittenTrial:
+    """What :func:`write_outcome` wrote, as the documents themselves (the summary's row is built from them)."""
+
+    directory: Path
+    trajectory: dict[str, Any]
+    metrics: dict[str, Any]
+    grade: dict[str, Any] | None
+    """None when no grade.yaml was written (the trial is unfinished)."""
+
+
 def write_outcome(
     output: Path, outcome: TrialOutcome, configured: Sequence[str] = (), *, finished: bool = True
-) -> Path:
+) -> WrittenTrial:
     """The trial's files; ``finished`` False (infrastructure ended it) writes no grade.yaml."""
     directory = trial_dir(output, outcome.task_id, outcome.trial_index)
     directory.mkdir(parents=True, exist_ok=True)
-    _write(directory / "trajectory.yaml", trajectory_dict(outcome))
-    _write(directory / "metrics.yaml", metrics_dict(outcome))
+    trajectory, metrics = trajectory_dict(outcome), metrics_dict(outcome)
+    _write(directory / "trajectory.yaml", trajectory)
+    _write(directory / "metrics.yaml", metrics)
     if not finished:
         (directory / "grade.yaml").unlink(missing_ok=True)
-        return directory
+        return WrittenTrial(directory, trajectory, metrics, None)
     if outcome.grade is not None and outcome.grade.judge_report is not None:
         transcript = outcome.grade.judge_report.transcript_json
         if transcript:
@@ -276,7 +295,7 @@ def write_outcome(
     )
     grade["trial_id"] = outcome.trial_id
     _write(directory / "grade.yaml", grade)  # last: its presence marks the trial finished
-    return directory
+    return WrittenTrial(directory, trajectory, metrics, grade)
 
 
 def read_yaml(path: Path) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from .ray_backend import RaySettings
 from .results import configured_components, is_finished, trial_dir, write_outcome
 from .runner_client import RunnerClient, open_runner
 from .summary import RunSummary, summarise, write_summary
+from .trial_rows import TrialRow, row_of
 from .users.base import UserSimulatorFactory
 
 __all__ = ["RunObserver", "RunSettings", "run_pack"]
@@ -165,6 +166,7 @@ async def run_pack(
         judge_model=settings.judge_model,
     )
     crashes: dict[tuple[str, int], str] = {}
+    rows: dict[tuple[str, int], TrialRow] = {}
 
     def manifest(finished_at: str | None) -> None:
         write_manifest(
@@ -193,12 +195,16 @@ async def run_pack(
             crashes[(outcome.task_id, outcome.trial_index)] = (
                 f"infrastructure: {outcome.infrastructure_error}"
             )
-        write_outcome(
+        written = write_outcome(
             settings.output,
             outcome,
             configured_components(grading),
             finished=outcome.infrastructure_error is None,
         )
+        if written.grade is not None:
+            rows[(outcome.task_id, outcome.trial_index)] = row_of(
+                outcome.task_id, outcome.trial_index, written.grade, written.trajectory, written.metrics
+            )
         observer.trial_done(outcome)
 
     def crash(key: tuple[str, int], error: str) -> None:
@@ -242,7 +248,7 @@ async def run_pack(
         observer.started(len(keys), summary.skipped)
     summary.wall_time_s = time.perf_counter() - started
     summary.ran = len(todo)
-    summarise(settings.output, [(loaded.task_id, index) for loaded, index in keys], summary, crashes)
+    summarise(settings.output, [(loaded.task_id, index) for loaded, index in keys], summary, crashes, rows)
     write_summary(settings.output, summary)
     manifest(utc_now())
     return summary

@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import shutil
+import socket
 import statistics
 import sys
 import tempfile
@@ -77,7 +80,7 @@ GRADING_YAML = textwrap.dedent(
     """
 )
 TOOLS_PY = textwrap.dedent(
-    '''
+    """
     from __future__ import annotations
 
     import json
@@ -103,7 +106,7 @@ TOOLS_PY = textwrap.dedent(
 
 
     TOOLS = {"find_item": FindItem}
-    '''
+    """
 )
 
 
@@ -215,7 +218,30 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
-async def run_case(pack_root: Path, server: str, trials: int, concurrency: int, scratch: Path) -> dict[str, Any]:
+@asynccontextmanager
+async def runner_process() -> AsyncGenerator[str]:
+    """``tolokaforge-runner`` in another process (thread isolation), so the host's process is the host alone."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    executable = shutil.which("tolokaforge-runner")
+    if executable is None:
+        raise SystemExit("tolokaforge-runner is not on PATH (run under `uv run`)")
+    process = await asyncio.create_subprocess_exec(
+        executable, "--port", str(port), "--isolation", "thread", stdout=asyncio.subprocess.PIPE
+    )
+    assert process.stdout is not None
+    await asyncio.wait_for(process.stdout.readline(), timeout=60)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+async def run_case(
+    pack_root: Path, server: str, trials: int, concurrency: int, scratch: Path, runner: str | None
+) -> dict[str, Any]:
     pack = load_pack(pack_root)
     recipe = AgentRecipe.of("llm", LLMOptions("bench-model", None, server + "/v1", None), None, False)
     async with llm_session(concurrency) as session:
@@ -231,9 +257,10 @@ async def run_case(pack_root: Path, server: str, trials: int, concurrency: int, 
             agents,
             users,
             RunSettings(
-                output=scratch / f"{trials}x{concurrency}",
+                output=Path(tempfile.mkdtemp(prefix="run-", dir=scratch)),
                 trials=trials,
                 concurrency=concurrency,
+                runner=runner,
                 isolation="thread",
             ),
         )
@@ -246,6 +273,7 @@ async def run_case(pack_root: Path, server: str, trials: int, concurrency: int, 
         "rate": summary.ran / elapsed,
         "pass": summary.pass_rate,
         "cpu": cpu / elapsed,
+        "cpu_ms": cpu * 1e3 / summary.ran,
         "lag_p50": statistics.median(lags) * 1e3,
         "lag_p99": _quantile(lags, 0.99) * 1e3,
         "lag_max": max(lags) * 1e3,
@@ -259,26 +287,29 @@ async def main(args: argparse.Namespace) -> None:
     cases = [tuple(int(part) for part in case.split("x")) for case in args.cases.split(",")]
     print(
         f"llm agent, {args.turns} model turns per trial ({args.turns - 1} tool calls), "
-        f"model latency {args.latency:g}s, embedded runner (thread isolation)"
+        f"model latency {args.latency:g}s, runner with thread isolation"
     )
     print(
-        f"{'trials':>7}{'conc':>6}{'trials/s':>10}{'ideal':>8}{'ratio':>7}{'pass':>6}"
-        f"{'lag p50/p99/max ms':>22}{'host CPU':>10}{'peak reqs':>11}"
+        f"{'runner':<10}{'trials':>7}{'conc':>6}{'trials/s':>10}{'ideal':>8}{'ratio':>7}{'pass':>6}"
+        f"{'lag p50/p99/max ms':>22}{'host CPU':>10}{'CPU ms/trial':>14}{'peak reqs':>11}"
     )
     with tempfile.TemporaryDirectory(prefix="tf-llm-bound-") as tmp:
         pack_root = write_pack(Path(tmp) / "pack")
         async with model_process(args.latency, args.turns) as server:
-            await run_case(pack_root, server, 8, 8, Path(tmp))  # warm-up: imports, the tool module
-            for trials, concurrency in cases:
-                result = await run_case(pack_root, server, trials, concurrency, Path(tmp))
-                ideal = concurrency / (args.turns * args.latency)
-                lag = f"{result['lag_p50']:.1f}/{result['lag_p99']:.1f}/{result['lag_max']:.1f}"
-                print(
-                    f"{trials:>7}{concurrency:>6}{result['rate']:>10.1f}{ideal:>8.1f}"
-                    f"{result['rate'] / ideal:>7.2f}{result['pass']:>6.2f}{lag:>22}"
-                    f"{result['cpu']:>9.0%}{result['peak']:>11}",
-                    flush=True,
-                )
+            for mode in args.runners.split(","):
+                async with contextlib.AsyncExitStack() as stack:
+                    runner = await stack.enter_async_context(runner_process()) if mode == "process" else None
+                    await run_case(pack_root, server, 8, 8, Path(tmp), runner)  # warm-up: imports, tools
+                    for trials, concurrency in cases:
+                        result = await run_case(pack_root, server, trials, concurrency, Path(tmp), runner)
+                        ideal = concurrency / (args.turns * args.latency)
+                        lag = f"{result['lag_p50']:.1f}/{result['lag_p99']:.1f}/{result['lag_max']:.1f}"
+                        print(
+                            f"{mode:<10}{trials:>7}{concurrency:>6}{result['rate']:>10.1f}{ideal:>8.1f}"
+                            f"{result['rate'] / ideal:>7.2f}{result['pass']:>6.2f}{lag:>22}"
+                            f"{result['cpu']:>9.0%}{result['cpu_ms']:>14.1f}{result['peak']:>11}",
+                            flush=True,
+                        )
 
 
 if __name__ == "__main__":
@@ -286,6 +317,9 @@ if __name__ == "__main__":
     parser.add_argument("--latency", type=float, default=0.5, help="seconds the model takes per answer")
     parser.add_argument("--turns", type=int, default=4, help="model turns per trial (the last one answers)")
     parser.add_argument("--cases", default="512x128,1024x256", help="TRIALSxCONCURRENCY, comma-separated")
+    parser.add_argument(
+        "--runners", default="embedded,process", help="embedded (in the host's process) and/or process"
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.serve:

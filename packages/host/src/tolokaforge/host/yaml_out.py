@@ -87,7 +87,7 @@ def _float(value: float) -> str:
     return text
 
 
-def _string(value: str) -> str:
+def _render_string(value: str) -> str:
     if not value:
         return "''"
     if _PLAIN.fullmatch(value):
@@ -98,21 +98,33 @@ def _string(value: str) -> str:
     return _quoted(value)
 
 
-def _scalar(value: Any) -> str | None:
-    """The scalar's text; None for a dict or list; :class:`Unsupported` for anything else."""
-    kind = type(cast(object, value))
-    if kind is str:
-        return _string(value)
+# Keys and short values repeat across a run's files (role, status, tool and field names): their
+# renderings are kept, up to a bound, rather than matched again. Only the event loop's thread writes.
+_RENDERED: dict[str, str] = {}
+_RENDERED_MAX = 8192
+_SHORT = 64
+
+
+def _string(value: str) -> str:
+    text = _RENDERED.get(value)
+    if text is None:
+        text = _render_string(value)
+        if len(value) <= _SHORT and len(_RENDERED) < _RENDERED_MAX:
+            _RENDERED[value] = text
+    return text
+
+
+def _other(value: Any) -> str:
+    """A scalar that is not a string; :class:`Unsupported` for anything that is not plain data."""
     if value is None:
         return "null"
+    kind = type(cast(object, value))
     if kind is bool:
         return "true" if value else "false"
     if kind is int:
         return str(value)
     if kind is float:
         return _float(value)
-    if kind is dict or kind is list:
-        return None
     raise Unsupported(f"a {kind.__name__} value")
 
 
@@ -124,26 +136,32 @@ def _key(key: Any) -> str:
 
 def _value(value: Any, indent: str, out: list[str]) -> None:
     """Append what follows ``key:`` or ``-`` for ``value``, its collection at column ``len(indent)``."""
-    if type(value) is str and "\n" in value and _literal_fits(value):
-        out.append(" " + _literal(value, indent))
-        return
-    text = _scalar(value)
-    if text is not None:
-        out.append(f" {text}\n")
-    elif not value:
-        out.append(" {}\n" if type(value) is dict else " []\n")
-    elif type(value) is dict:
-        out.append("\n")
-        _mapping(cast(dict[Any, Any], value), indent + "  ", out)
+    kind = type(cast(object, value))
+    if kind is str:
+        if "\n" in value and _literal_fits(value):
+            out.append(" " + _literal(value, indent))
+        else:
+            out.append(" " + _string(value) + "\n")
+    elif kind is dict:
+        if value:
+            out.append("\n")
+            _mapping(cast(dict[Any, Any], value), indent + "  ", out)
+        else:
+            out.append(" {}\n")
+    elif kind is list:
+        if value:
+            out.append("\n")
+            _sequence(cast(list[Any], value), indent + "  ", out)
+        else:
+            out.append(" []\n")
     else:
-        out.append("\n")
-        _sequence(cast(list[Any], value), indent + "  ", out)
+        out.append(" " + _other(value) + "\n")
 
 
 def _mapping(mapping: dict[Any, Any], indent: str, out: list[str], first: str | None = None) -> None:
     """``first`` replaces the first key's indentation (``- `` when the mapping is a list item)."""
     for key, value in mapping.items():
-        out.append(f"{first if first is not None else indent}{_key(key)}:")
+        out.append((indent if first is None else first) + _key(key) + ":")
         first = None
         _value(value, indent, out)
 
@@ -153,7 +171,7 @@ def _sequence(items: list[Any], indent: str, out: list[str]) -> None:
         if type(item) is dict and item:
             _mapping(cast(dict[Any, Any], item), indent + "  ", out, first=indent + "- ")
         else:
-            out.append(f"{indent}-")
+            out.append(indent + "-")
             _value(item, indent, out)
 
 

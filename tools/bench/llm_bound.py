@@ -11,8 +11,13 @@ result files included. Deterministic and offline.
 
 Each trial then waits ``turns x latency`` for the model at best, so the ideal rate is
 ``concurrency / (turns x latency)``; the goal is at least 0.9 of it. Beside it: the event loop's lag
-(how late a 10 ms ticker wakes, p50 / p99 / max during the run), the host process's CPU share, and the
-most requests the server saw at once (at most the concurrency; fewer means the host held them back).
+(how late a 10 ms ticker wakes, p50 / p99 / max during the run), the host process's CPU share and CPU
+per trial, and the most requests the server saw at once (at most the concurrency; fewer means the host
+held them back). The floor, measured just before each case: the same trials as bare HTTP loops (the
+same model turns, no host, no runner), the rate the model server and the machine allow.
+
+With ``--runners process`` the runner is ``tolokaforge-runner`` in another process, so the host's
+process holds the host alone; ``embedded`` puts the runner on the host's own event loop.
 """
 
 from __future__ import annotations
@@ -213,6 +218,25 @@ async def _ticker(lags: list[float], stop: asyncio.Event) -> None:
         lags.append(loop.time() - started - TICK_S)
 
 
+async def bare_rate(server: str, trials: int, concurrency: int, turns: int) -> float:
+    """The floor: the same model turns from bare HTTP loops, no host: what the model and machine allow."""
+    gate = asyncio.Semaphore(concurrency)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "What is item I-1?"}]
+
+    async with llm_session(concurrency) as session:
+
+        async def trial() -> None:
+            async with gate:
+                for step in range(turns):
+                    body = {"model": "bench-model", "messages": messages + [{"role": "assistant"}] * step}
+                    async with session.post(server + "/v1/chat/completions", json=body) as response:
+                        await response.read()
+
+        started = time.perf_counter()
+        await asyncio.gather(*(trial() for _ in range(trials)))
+        return trials / (time.perf_counter() - started)
+
+
 def _quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
@@ -290,7 +314,7 @@ async def main(args: argparse.Namespace) -> None:
         f"model latency {args.latency:g}s, runner with thread isolation"
     )
     print(
-        f"{'runner':<10}{'trials':>7}{'conc':>6}{'trials/s':>10}{'ideal':>8}{'ratio':>7}{'pass':>6}"
+        f"{'runner':<10}{'trials':>7}{'conc':>6}{'trials/s':>10}{'ideal':>8}{'ratio':>7}{'bare/s':>8}{'pass':>6}"
         f"{'lag p50/p99/max ms':>22}{'host CPU':>10}{'CPU ms/trial':>14}{'peak reqs':>11}"
     )
     with tempfile.TemporaryDirectory(prefix="tf-llm-bound-") as tmp:
@@ -301,12 +325,13 @@ async def main(args: argparse.Namespace) -> None:
                     runner = await stack.enter_async_context(runner_process()) if mode == "process" else None
                     await run_case(pack_root, server, 8, 8, Path(tmp), runner)  # warm-up: imports, tools
                     for trials, concurrency in cases:
+                        bare = await bare_rate(server, trials, concurrency, args.turns)
                         result = await run_case(pack_root, server, trials, concurrency, Path(tmp), runner)
                         ideal = concurrency / (args.turns * args.latency)
                         lag = f"{result['lag_p50']:.1f}/{result['lag_p99']:.1f}/{result['lag_max']:.1f}"
                         print(
                             f"{mode:<10}{trials:>7}{concurrency:>6}{result['rate']:>10.1f}{ideal:>8.1f}"
-                            f"{result['rate'] / ideal:>7.2f}{result['pass']:>6.2f}{lag:>22}"
+                            f"{result['rate'] / ideal:>7.2f}{bare:>8.1f}{result['pass']:>6.2f}{lag:>22}"
                             f"{result['cpu']:>9.0%}{result['cpu_ms']:>14.1f}{result['peak']:>11}",
                             flush=True,
                         )

@@ -15,7 +15,7 @@ from .episode import Episode, run_episode
 from .errors import HostError, PackLoadError, PackProblem
 from .exit_status import Verdict, verdict
 from .html_report import write_report
-from .llm import DEFAULT_PRICES, ChatClient, ChatSettings
+from .llm import DEFAULT_PRICES, ChatClient, ChatSettings, llm_session
 from .packs import LoadedTask, Pack, PackReport, inspect_pack, load_pack
 from .ray_backend import RaySettings, ray_connection
 from .run import RunSettings, run_pack
@@ -47,6 +47,7 @@ __all__ = [
     "Verdict",
     "build_trial_spec",
     "inspect_pack",
+    "llm_session",
     "load_pack",
     "open_runner",
     "parse_address",

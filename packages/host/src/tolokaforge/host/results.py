@@ -16,9 +16,12 @@ tokens, cost and tool calls), and the judge's own transcript is written beside i
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -28,12 +31,15 @@ from tolokaforge.contracts.runner import Grade, JudgeStatus
 from tolokaforge.core.models import GradingConfig
 from tolokaforge.core.transcript import Message, ToolMessage
 
+from . import yaml_out
 from .conductor import TrialOutcome
 from .trace_results import trace_results_dict, trace_summary_dict
 
 __all__ = [
     "JUDGE_TRANSCRIPT",
     "NOT_EVALUATED",
+    "ResultWriter",
+    "WrittenTrial",
     "configured_components",
     "dump_yaml",
     "grade_to_dict",
@@ -223,8 +229,9 @@ def metrics_dict(outcome: TrialOutcome) -> dict[str, Any]:
     }
 
 
-# libyaml's C emitter and parser (bundled with PyYAML's wheels) are ~10x faster than the pure-Python
-# ones; result files are written and read once per trial, so they are on the hot path.
+# libyaml's C parser (bundled with PyYAML's wheels) is ~10x faster than the pure-Python one; result
+# files are written and read once per trial, so they are on the hot path. Writing goes through
+# yaml_out, PyYAML's dumper only taking what that leaves.
 _SafeDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -245,38 +252,108 @@ _Dumper.add_representer(str, _represent_str)
 
 
 def dump_yaml(data: dict[str, Any]) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
+    try:
+        return yaml_out.dump(data)
+    except yaml_out.Unsupported:  # a value outside plain data: PyYAML's representers decide
+        return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(dump_yaml(data), encoding="utf-8")
-    os.replace(temporary, path)
+@dataclass(frozen=True)
+class WrittenTrial:
+    """What :func:`write_outcome` wrote, as the documents themselves (the summary's row is built from them)."""
+
+    directory: Path
+    trajectory: dict[str, Any]
+    metrics: dict[str, Any]
+    grade: dict[str, Any] | None
+    """None when no grade.yaml was written (the trial is unfinished)."""
 
 
-def write_outcome(
-    output: Path, outcome: TrialOutcome, configured: Sequence[str] = (), *, finished: bool = True
-) -> Path:
-    """The trial's files; ``finished`` False (infrastructure ended it) writes no grade.yaml."""
+@dataclass(frozen=True)
+class _Files:
+    """One trial's files as text, in the order they are written (grade.yaml, when there is one, last)."""
+
+    directory: Path
+    texts: tuple[tuple[str, str], ...]
+    finished: bool
+
+    def store(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for name, text in self.texts:
+            temporary = self.directory / (name + ".tmp")
+            temporary.write_text(text, encoding="utf-8")
+            os.replace(temporary, self.directory / name)
+        if not self.finished:
+            (self.directory / "grade.yaml").unlink(missing_ok=True)
+
+
+def _render(
+    output: Path, outcome: TrialOutcome, configured: Sequence[str], finished: bool
+) -> tuple[WrittenTrial, _Files]:
     directory = trial_dir(output, outcome.task_id, outcome.trial_index)
-    directory.mkdir(parents=True, exist_ok=True)
-    _write(directory / "trajectory.yaml", trajectory_dict(outcome))
-    _write(directory / "metrics.yaml", metrics_dict(outcome))
+    trajectory, metrics = trajectory_dict(outcome), metrics_dict(outcome)
+    texts = [("trajectory.yaml", dump_yaml(trajectory)), ("metrics.yaml", dump_yaml(metrics))]
     if not finished:
-        (directory / "grade.yaml").unlink(missing_ok=True)
-        return directory
+        return WrittenTrial(directory, trajectory, metrics, None), _Files(directory, tuple(texts), False)
     if outcome.grade is not None and outcome.grade.judge_report is not None:
         transcript = outcome.grade.judge_report.transcript_json
         if transcript:
-            (directory / JUDGE_TRANSCRIPT).write_text(_readable_json(transcript), encoding="utf-8")
+            texts.append((JUDGE_TRANSCRIPT, _readable_json(transcript)))
     grade = (
         grade_to_dict(outcome.grade, configured, judge_price_known=outcome.judge_price_known)
         if outcome.grade is not None
         else _ungraded(outcome)
     )
     grade["trial_id"] = outcome.trial_id
-    _write(directory / "grade.yaml", grade)  # last: its presence marks the trial finished
-    return directory
+    texts.append(("grade.yaml", dump_yaml(grade)))  # last: its presence marks the trial finished
+    return WrittenTrial(directory, trajectory, metrics, grade), _Files(directory, tuple(texts), True)
+
+
+def write_outcome(
+    output: Path, outcome: TrialOutcome, configured: Sequence[str] = (), *, finished: bool = True
+) -> WrittenTrial:
+    """The trial's files; ``finished`` False (infrastructure ended it) writes no grade.yaml."""
+    written, files = _render(output, outcome, configured, finished)
+    files.store()
+    return written
+
+
+class ResultWriter:
+    """Writes trials' files off the event loop: the documents are built and serialised on the caller's
+    thread, and only the file-system calls run on a background thread.
+
+    Creating a folder and three files costs milliseconds of waiting on a busy disk, during which an event
+    loop driving a hundred trials would stand still. Each trial's files are written in order, grade.yaml
+    last, so a trial is finished on disk exactly when its grade.yaml appears. A failed write is raised by
+    the next :meth:`write` or by :meth:`drain`, which a run awaits before it summarises.
+    """
+
+    def __init__(self, workers: int = 2) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tolokaforge-results")
+        self._pending: list[Future[None]] = []
+
+    def write(
+        self, output: Path, outcome: TrialOutcome, configured: Sequence[str] = (), *, finished: bool = True
+    ) -> WrittenTrial:
+        """As :func:`write_outcome`; the files are on disk once :meth:`drain` returns."""
+        still: list[Future[None]] = []
+        for future in self._pending:
+            if not future.done():
+                still.append(future)
+            elif (error := future.exception()) is not None:
+                raise error
+        written, files = _render(output, outcome, configured, finished)
+        still.append(self._pool.submit(files.store))
+        self._pending = still
+        return written
+
+    async def drain(self) -> None:
+        pending, self._pending = self._pending, []
+        await asyncio.gather(*(asyncio.wrap_future(future) for future in pending))
+
+    def close(self) -> None:
+        """Waits for the writes still running (an interrupted run keeps every trial it finished)."""
+        self._pool.shutdown(wait=True)
 
 
 def read_yaml(path: Path) -> dict[str, Any]:

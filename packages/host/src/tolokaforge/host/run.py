@@ -27,9 +27,10 @@ from .errors import ConfigError
 from .manifest import RunIdentity, read_manifest, refuse_resume_if_different, utc_now, write_manifest
 from .packs.loader import LoadedTask, Pack
 from .ray_backend import RaySettings
-from .results import configured_components, is_finished, trial_dir, write_outcome
+from .results import ResultWriter, configured_components, is_finished, trial_dir
 from .runner_client import RunnerClient, open_runner
 from .summary import RunSummary, summarise, write_summary
+from .trial_rows import TrialRow, row_of
 from .users.base import UserSimulatorFactory
 
 __all__ = ["RunObserver", "RunSettings", "run_pack"]
@@ -149,7 +150,12 @@ async def run_pack(
             "pass --judge-model M (or TOLOKAFORGE_JUDGE_MODEL), e.g. tolokaforge-mock-judge offline"
         )
     keys = [(loaded, index) for loaded in tasks for index in range(settings.trials)]
-    finished = [is_finished(trial_dir(settings.output, loaded.task_id, index)) for loaded, index in keys]
+    # A new output folder holds no trial: no need to look for each one's files (thousands of stats).
+    any_trials = (settings.output / "trials").is_dir()
+    finished = [
+        any_trials and is_finished(trial_dir(settings.output, loaded.task_id, index))
+        for loaded, index in keys
+    ]
     identity = _identity(pack, agents, tasks, settings)
     recorded = _check_output(settings, identity, any(finished))
     todo = [key for key, done in zip(keys, finished, strict=True) if not done]
@@ -165,6 +171,7 @@ async def run_pack(
         judge_model=settings.judge_model,
     )
     crashes: dict[tuple[str, int], str] = {}
+    rows: dict[tuple[str, int], TrialRow] = {}
 
     def manifest(finished_at: str | None) -> None:
         write_manifest(
@@ -193,56 +200,65 @@ async def run_pack(
             crashes[(outcome.task_id, outcome.trial_index)] = (
                 f"infrastructure: {outcome.infrastructure_error}"
             )
-        write_outcome(
+        written = writer.write(
             settings.output,
             outcome,
             configured_components(grading),
             finished=outcome.infrastructure_error is None,
         )
+        if written.grade is not None:
+            rows[(outcome.task_id, outcome.trial_index)] = row_of(
+                outcome.task_id, outcome.trial_index, written.grade, written.trajectory, written.metrics
+            )
         observer.trial_done(outcome)
 
     def crash(key: tuple[str, int], error: str) -> None:
         crashes[key] = f"the host failed on it: {error}"
 
     started = time.perf_counter()
-    if todo and settings.ray is not None:
-        from .ray_backend.driver import ray_pool  # Ray costs seconds to import: only runs that use it
+    writer = ResultWriter()
+    try:
+        if todo and settings.ray is not None:
+            from .ray_backend.driver import ray_pool  # Ray costs seconds to import: only runs that use it
 
-        async with ray_pool(
-            settings.ray,
-            concurrency=settings.concurrency,
-            trial_settings=trial_settings,
-            transport_budget_s=settings.transport_budget_s,
-            preflight_budget_s=settings.preflight_budget_s,
-            isolation=settings.isolation,
-        ) as pool:
-            begin(pool.facts)
-            await pool.run(todo, finish, crash)
-    elif todo:
-        async with open_runner(
-            settings.runner, transport_budget_s=settings.transport_budget_s, isolation=settings.isolation
-        ) as runner:
-            begin(await _runner_facts(runner, settings))  # unreachable: raised here, in seconds
-            gate = asyncio.Semaphore(settings.concurrency)
+            async with ray_pool(
+                settings.ray,
+                concurrency=settings.concurrency,
+                trial_settings=trial_settings,
+                transport_budget_s=settings.transport_budget_s,
+                preflight_budget_s=settings.preflight_budget_s,
+                isolation=settings.isolation,
+            ) as pool:
+                begin(pool.facts)
+                await pool.run(todo, finish, crash)
+        elif todo:
+            async with open_runner(
+                settings.runner, transport_budget_s=settings.transport_budget_s, isolation=settings.isolation
+            ) as runner:
+                begin(await _runner_facts(runner, settings))  # unreachable: raised here, in seconds
+                gate = asyncio.Semaphore(settings.concurrency)
 
-            async def one(loaded: LoadedTask, index: int) -> None:
-                async with gate:
-                    try:
-                        outcome = await run_trial(runner, loaded, index, agents, users, trial_settings)
-                    except Exception as error:  # a host defect on one trial must not sink the others
-                        crash((loaded.task_id, index), f"{type(error).__name__}: {error}")
-                        return
-                finish(outcome)
+                async def one(loaded: LoadedTask, index: int) -> None:
+                    async with gate:
+                        try:
+                            outcome = await run_trial(runner, loaded, index, agents, users, trial_settings)
+                        except Exception as error:  # a host defect on one trial must not sink the others
+                            crash((loaded.task_id, index), f"{type(error).__name__}: {error}")
+                            return
+                    finish(outcome)
 
-            async with asyncio.TaskGroup() as group:
-                for loaded, index in todo:
-                    group.create_task(one(loaded, index))
-    else:
-        settings.output.mkdir(parents=True, exist_ok=True)
-        observer.started(len(keys), summary.skipped)
+                async with asyncio.TaskGroup() as group:
+                    for loaded, index in todo:
+                        group.create_task(one(loaded, index))
+        else:
+            settings.output.mkdir(parents=True, exist_ok=True)
+            observer.started(len(keys), summary.skipped)
+        await writer.drain()
+    finally:
+        writer.close()
     summary.wall_time_s = time.perf_counter() - started
     summary.ran = len(todo)
-    summarise(settings.output, [(loaded.task_id, index) for loaded, index in keys], summary, crashes)
+    summarise(settings.output, [(loaded.task_id, index) for loaded, index in keys], summary, crashes, rows)
     write_summary(settings.output, summary)
     manifest(utc_now())
     return summary

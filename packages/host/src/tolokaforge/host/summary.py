@@ -1,7 +1,7 @@
 """The run summary: every selected trial's row (read back from its files), aggregated.
 
-Computed from the files, not from memory, so a resumed run summarises the trials it skipped exactly
-like the ones it ran. Every figure names what it counts (``DEFINITIONS`` is written into
+Computed from the trials' documents, so a resumed run summarises the trials it skipped (read back
+from their files) exactly like the ones it ran (the documents it has just written, not parsed again). Every figure names what it counts (``DEFINITIONS`` is written into
 ``summary.yaml``): rates are over *all* selected trials, where a trial without a grade counts as not
 passed; mean scores are over *graded* trials only.
 
@@ -14,7 +14,7 @@ grading spend, summed apart from the agent's (``judge``, when a judge ran).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import comb
 from pathlib import Path
@@ -280,11 +280,17 @@ def summarise(
     keys: Sequence[tuple[str, int]],
     summary: RunSummary,
     crashes: dict[tuple[str, int], str] | None = None,
+    written: Mapping[tuple[str, int], TrialRow] | None = None,
 ) -> RunSummary:
-    """Fill ``summary.rows`` from the result files of every trial named by ``keys``."""
-    crashes = crashes or {}
+    """Fill ``summary.rows`` from the result files of every trial named by ``keys``.
+
+    ``written`` holds the rows of trials this process has just written, built from the very documents
+    it wrote (:func:`~.trial_rows.row_of`), so they are not parsed back; every other trial is read.
+    """
+    crashes, written = crashes or {}, written or {}
     summary.rows.extend(
-        read_row(output, task_id, index, crashes.get((task_id, index))) for task_id, index in keys
+        written.get((task_id, index)) or read_row(output, task_id, index, crashes.get((task_id, index)))
+        for task_id, index in keys
     )
     return summary
 

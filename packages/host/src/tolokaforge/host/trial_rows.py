@@ -21,7 +21,7 @@ from typing import Any, Literal, cast
 
 from .results import read_yaml, trial_dir
 
-__all__ = ["TRIAL_KINDS", "TrialKind", "TrialRow", "read_row"]
+__all__ = ["TRIAL_KINDS", "TrialKind", "TrialRow", "read_row", "row_of"]
 
 TrialKind = Literal["passed", "failed", "not_gradeable", "lost", "unfinished"]
 TRIAL_KINDS: tuple[TrialKind, ...] = ("passed", "failed", "not_gradeable", "lost", "unfinished")
@@ -87,6 +87,14 @@ def read_row(output: Path, task_id: str, index: int, crash: str | None = None) -
     grade = read_yaml(directory / "grade.yaml")
     trajectory = read_yaml(directory / "trajectory.yaml")
     metrics = read_yaml(directory / "metrics.yaml")
+    return row_of(task_id, index, grade, trajectory, metrics)
+
+
+def row_of(
+    task_id: str, index: int, grade: dict[str, Any], trajectory: dict[str, Any], metrics: dict[str, Any]
+) -> TrialRow:
+    """The row of a finished trial from its three documents, as written (a run that just wrote them)
+    or as read back (a summary of files): the same documents give the same row."""
     termination = trajectory.get("termination_reason")
     reasons = [str(reason) for reason in cast(list[Any], grade.get("reasons") or [])]
     if grade.get("graded"):

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-import aiohttp
 import click
 from pydantic import ValidationError
 from rich.console import Console
@@ -23,7 +22,7 @@ from ..agent_setup import AgentRecipe, LLMOptions
 from ..agents import load_script
 from ..errors import ConfigError
 from ..exit_status import verdict
-from ..llm import load_prices
+from ..llm import llm_session, load_prices
 from ..llm.chat import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
 from ..llm.preflight import check_endpoint
 from ..llm.pricing import price_for
@@ -273,7 +272,7 @@ def judge_model_config(model: str | None, base_url: str, prices: Path | None) ->
 async def _run(
     pack: Pack, recipe: AgentRecipe, settings: RunSettings, console: Console, uses_llm: bool
 ) -> RunSummary:
-    async with aiohttp.ClientSession() as session:
+    async with llm_session(settings.concurrency) as session:
         agents, users = recipe.build(session)
         if uses_llm:
             await check_endpoint(session, recipe.llm.base_url, budget_s=min(10.0, recipe.llm.timeout_s))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .chat import ChatClient, ChatResult, ChatSettings, api_key_from_env
 from .pricing import DEFAULT_PRICES, Price, PriceTable, load_prices
+from .session import llm_session
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -13,5 +14,6 @@ __all__ = [
     "Price",
     "PriceTable",
     "api_key_from_env",
+    "llm_session",
     "load_prices",
 ]

@@ -91,7 +91,7 @@ class RayPool:
         if credentials:  # the key travels in the runtime environment only, never as an argument
             options["runtime_env"] = {"env_vars": credentials}
         return _TrialActor.options(**options).remote(
-            self.settings.recipe, self.transport_budget_s, self.isolation
+            self.settings.recipe, self.transport_budget_s, self.isolation, self.concurrency
         )
 
     async def start(self, connection: str, preflight_budget_s: float) -> None:

@@ -13,11 +13,10 @@ import os
 import socket
 from typing import Any, Literal
 
-import aiohttp
-
 from ..agent_setup import AgentRecipe
 from ..agents.base import AgentFactory
 from ..conductor import TrialOutcome, TrialSettings, run_trial
+from ..llm import llm_session
 from ..packs.loader import LoadedTask
 from ..runner_client import RunnerClient, open_runner
 from ..users.router import UserRouter
@@ -30,8 +29,11 @@ Isolation = Literal["process", "thread"]
 class TrialWorker:
     """Ray makes this an actor (driver.py); its methods are called through Ray, never directly."""
 
-    def __init__(self, recipe: AgentRecipe, transport_budget_s: float, isolation: Isolation) -> None:
+    def __init__(
+        self, recipe: AgentRecipe, transport_budget_s: float, isolation: Isolation, concurrency: int
+    ) -> None:
         self._recipe = recipe
+        self._concurrency = concurrency
         self._transport_budget_s = transport_budget_s
         self._isolation: Isolation = isolation
         self._stack = contextlib.AsyncExitStack()
@@ -46,7 +48,7 @@ class TrialWorker:
                 runner = await self._stack.enter_async_context(
                     open_runner(None, transport_budget_s=self._transport_budget_s, isolation=self._isolation)
                 )
-                session = await self._stack.enter_async_context(aiohttp.ClientSession())
+                session = await self._stack.enter_async_context(llm_session(self._concurrency))
                 agents, users = self._recipe.build(session)
                 self._ready = (runner, agents, users)
             return self._ready

@@ -1,23 +1,34 @@
-"""The one way this code base retries: a policy (which errors, how long to wait, when to stop) and the
-loop that runs it. The host's runner client, its chat client and the runner's kernel reactions all use
-it, so a retry reads the same everywhere: what was retried, how often, and why it stopped.
+"""The one way this code base retries: a policy (which errors, how long to wait, when to stop) run by
+tenacity. The host's runner client, its chat client and the runner's kernel reactions all use it, so a
+retry reads the same everywhere: what was retried, how often, and why it stopped.
 
 An exhausted retry re-raises the last error itself (never a wrapper), so callers keep their own typed
 errors and decide what exhaustion means.
 
-The loop is written out rather than delegated to tenacity: it runs around every RPC the host makes and
-every model call, where a first try nearly always succeeds, and tenacity's per-call machinery (its
-state objects, its coroutine-function checks) cost more than the call's own client code.
+The first try runs before tenacity is involved: it wraps every RPC the host makes and every model call,
+where the first try nearly always succeeds, and tenacity's per-call set-up (its state objects, its
+checks) was measured to cost more than the call's own client code (tools/bench/host_overhead.py). After
+a retryable failure tenacity runs the rest, counting that try as its first.
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
+
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_any,
+    stop_before_delay,
+    stop_never,
+)
+from tenacity.stop import stop_base
 
 __all__ = ["Backoff", "RetryPolicy", "retry_async"]
 
@@ -57,13 +68,23 @@ class RetryPolicy:
     deadline_s: float | None = None
     wait_hint: Callable[[BaseException], float | None] | None = None
 
-    def wait_s(self, error: BaseException, retry_number: int) -> float:
-        """The wait before retry ``retry_number`` (from 0) after ``error``."""
-        if self.wait_hint is not None:
+    def stop(self, spent_s: float = 0.0) -> stop_base:
+        """The policy's stop condition, for tenacity, ``spent_s`` of the deadline gone before it started."""
+        stops: list[stop_base] = []
+        if self.max_attempts is not None:
+            stops.append(stop_after_attempt(self.max_attempts))
+        if self.deadline_s is not None:
+            stops.append(stop_before_delay(self.deadline_s - spent_s))
+        return stop_any(*stops) if stops else stop_never
+
+    def wait(self, state: RetryCallState) -> float:
+        """The wait before the next try, for tenacity."""
+        error = state.outcome.exception() if state.outcome is not None else None
+        if error is not None and self.wait_hint is not None:
             hinted = self.wait_hint(error)
             if hinted is not None:
                 return hinted
-        return self.backoff.delay(retry_number)
+        return self.backoff.delay(state.attempt_number - 1)
 
 
 async def retry_async(
@@ -79,21 +100,36 @@ async def retry_async(
     """
 
     started = time.monotonic()
-    attempt = 0
-    while True:
-        attempt += 1
-        try:
-            return await call()
-        except Exception as error:
-            if not policy.retry_if(error):
-                raise
-            if policy.max_attempts is not None and attempt >= policy.max_attempts:
-                raise
-            wait_s = policy.wait_s(error, attempt - 1)
-            if policy.deadline_s is not None and time.monotonic() - started + wait_s >= policy.deadline_s:
-                raise
-            if on_retry is not None:
-                result = on_retry(error, attempt, wait_s)
-                if result is not None:
-                    await result
-        await asyncio.sleep(wait_s)
+    try:
+        return await call()
+    except Exception as error:
+        if not policy.retry_if(error):
+            raise
+        failed: BaseException | None = error
+
+    async def before_sleep(state: RetryCallState) -> None:
+        if on_retry is None or state.outcome is None:
+            return
+        error = state.outcome.exception()
+        wait_s = state.next_action.sleep if state.next_action is not None else 0.0
+        if error is not None:
+            result = on_retry(error, state.attempt_number, wait_s)
+            if result is not None:
+                await result
+
+    async def attempt() -> _T:
+        nonlocal failed
+        if failed is not None:  # tenacity's first try is the one that failed above
+            error, failed = failed, None
+            raise error
+        # tenacity awaits only what a coroutine *function* returns; ``call`` may be a lambda.
+        return await call()
+
+    retrying = AsyncRetrying(
+        retry=retry_if_exception(policy.retry_if),
+        stop=policy.stop(time.monotonic() - started),
+        wait=policy.wait,
+        before_sleep=before_sleep,
+        reraise=True,
+    )
+    return await retrying(attempt)

@@ -31,7 +31,6 @@ from tolokaforge.contracts.runner import Grade, JudgeStatus
 from tolokaforge.core.models import GradingConfig
 from tolokaforge.core.transcript import Message, ToolMessage
 
-from . import yaml_out
 from .conductor import TrialOutcome
 from .trace_results import trace_results_dict, trace_summary_dict
 
@@ -229,9 +228,8 @@ def metrics_dict(outcome: TrialOutcome) -> dict[str, Any]:
     }
 
 
-# libyaml's C parser (bundled with PyYAML's wheels) is ~10x faster than the pure-Python one; result
-# files are written and read once per trial, so they are on the hot path. Writing goes through
-# yaml_out, PyYAML's dumper only taking what that leaves.
+# libyaml's C emitter and parser (bundled with PyYAML's wheels) are ~10x faster than the pure-Python
+# ones; result files are written (and, on resume, read) once per trial, so they are on the hot path.
 _SafeDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -252,10 +250,7 @@ _Dumper.add_representer(str, _represent_str)
 
 
 def dump_yaml(data: dict[str, Any]) -> str:
-    try:
-        return yaml_out.dump(data)
-    except yaml_out.Unsupported:  # a value outside plain data: PyYAML's representers decide
-        return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
 
 
 @dataclass(frozen=True)

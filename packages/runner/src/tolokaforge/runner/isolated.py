@@ -24,6 +24,7 @@ from .tools.python_tools import WorkerTool
 from .trial import TrialContext
 from .workers.slots import TrialWorkers
 from .workers.worker import ToolWorker, WorkerCode, WorkerCrashed, WorkerError, WorkerTimeout
+from .workers.zygotes import Zygotes
 
 __all__ = ["IsolatedRunner"]
 
@@ -37,11 +38,18 @@ _CATEGORIES = {
 
 
 class IsolatedRunner:
-    def __init__(self, limits: Limits, log_dir: Path) -> None:
+    def __init__(self, limits: Limits, log_dir: Path, *, fork_server: bool = True) -> None:
         self.limits = limits
         self.log_dir = log_dir
         self.last_report: dict[str, str] = {}
         """What held in the last worker started (sandbox.apply's report)."""
+        self.zygotes = Zygotes(limits, log_dir.parent / "zygotes", log_dir) if fork_server else None
+        """Workers are forked from a zygote per code (workers/zygotes.py); None: each is spawned afresh."""
+
+    async def close(self) -> None:
+        """Stop the zygotes (runner shutdown, after every trial's workers were released)."""
+        if self.zygotes is not None:
+            await self.zygotes.close()
 
     async def prepare(self, trial: TrialContext) -> None:
         """Start the trial's first worker, which imports its tools: a tool that cannot load fails registration."""
@@ -158,6 +166,7 @@ class IsolatedRunner:
             log_path=self.log_dir / f"{safe_id}.worker.log",
             limits=self.limits,
             env={},
+            zygotes=self.zygotes,
         )
         self.last_report = worker.limits
         return worker

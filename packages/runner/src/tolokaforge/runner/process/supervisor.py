@@ -19,17 +19,51 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import psutil
 
 from . import sandbox
 from .sandbox import Limits
 
-__all__ = ["Supervised", "kill_all_supervised", "launcher_argv", "probe_limits"]
+__all__ = [
+    "Killable",
+    "Supervised",
+    "descendants",
+    "forget",
+    "kill_all_supervised",
+    "launcher_argv",
+    "probe_limits",
+    "signal_group",
+    "track",
+]
 
-_live: set[Supervised] = set()
+
+class Killable(Protocol):
+    """A live child the runner must not leave behind: its own (Supervised) or one a zygote forked for it."""
+
+    @property
+    def exited(self) -> bool: ...
+
+    def kill(self) -> None: ...
+
+
+_live: set[Killable] = set()
 _atexit_registered = False
+
+
+def track(child: Killable) -> None:
+    """Kill ``child`` at runner shutdown (and, as a last resort, at interpreter exit) unless forgotten first."""
+    global _atexit_registered
+    if not _atexit_registered:
+        atexit.register(kill_all_supervised)
+        _atexit_registered = True
+    _live.add(child)
+
+
+def forget(child: Killable) -> None:
+    _live.discard(child)
+
 
 Redirect = int | IO[Any] | None
 
@@ -86,10 +120,6 @@ class Supervised:
         stdout: Redirect = asyncio.subprocess.DEVNULL,
         stderr: Redirect = asyncio.subprocess.DEVNULL,
     ) -> Supervised:
-        global _atexit_registered
-        if not _atexit_registered:
-            atexit.register(kill_all_supervised)
-            _atexit_registered = True
         process = await asyncio.create_subprocess_exec(
             *argv,
             cwd=cwd,
@@ -100,7 +130,7 @@ class Supervised:
             start_new_session=True,
         )
         child = cls(process)
-        _live.add(child)
+        track(child)
         return child
 
     @property
@@ -117,20 +147,20 @@ class Supervised:
 
     def kill(self) -> None:
         """SIGKILL the child's group and every descendant that left it (synchronous, idempotent)."""
-        descendants = _descendants(self.pid) if not self.exited else []
-        _signal_group(self.pid, signal.SIGKILL)
-        for proc in descendants:
+        found = descendants(self.pid) if not self.exited else []
+        signal_group(self.pid, signal.SIGKILL)
+        for proc in found:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
 
     async def stop(self, grace_s: float = 0.0) -> int | None:
         """SIGTERM the group, wait up to ``grace_s``, then :meth:`kill` and reap; the exit code."""
         if grace_s > 0 and not self.exited:
-            descendants = _descendants(self.pid)
-            _signal_group(self.pid, signal.SIGTERM)
+            found = descendants(self.pid)
+            signal_group(self.pid, signal.SIGTERM)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.process.wait(), grace_s)
-            for proc in descendants:
+            for proc in found:
                 with contextlib.suppress(psutil.Error):
                     proc.kill()
         self.kill()
@@ -140,8 +170,8 @@ class Supervised:
         """Wait for the (killed or exiting) child; forget it."""
         code = await self.process.wait()
         # The group may outlive its leader (a grandchild that ignored SIGTERM): kill it for good.
-        _signal_group(self.pid, signal.SIGKILL)
-        _live.discard(self)
+        signal_group(self.pid, signal.SIGKILL)
+        forget(self)
         return code
 
 
@@ -153,14 +183,14 @@ def kill_all_supervised() -> None:
             _live.discard(child)
 
 
-def _descendants(pid: int) -> list[psutil.Process]:
+def descendants(pid: int) -> list[psutil.Process]:
     try:
         return psutil.Process(pid).children(recursive=True)
     except psutil.Error:
         return []
 
 
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    # The child leads its own session (start_new_session), so its pid is its group's id.
+def signal_group(pid: int, sig: signal.Signals) -> None:
+    # The child leads its own session (start_new_session, or setsid in a forked worker): its pid is its group's id.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)

@@ -36,7 +36,7 @@ def _private_pipes() -> tuple[int, int]:
     return request_fd, reply_fd
 
 
-def _import_tools(
+def import_tools(
     root: str, package: str, tools: dict[str, tuple[str, str]]
 ) -> tuple[dict[str, Any], dict[str, str]]:
     spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
@@ -84,17 +84,29 @@ def _failure(error: BaseException) -> dict[str, Any]:
 
 def main() -> None:
     limits_report = apply(Limits.from_json(sys.argv[1]))
-    from tolokaforge.runner.state.cow import CowTables, TableShapeError, TableView, apply_changes
-
     request_fd, reply_fd = _private_pipes()
     init = read_request(request_fd)
     if init is None:
         return
     os.chdir(init["workspace"])
-    tables: dict[str, Any] = init["tables"]
+    tools, problems = import_tools(init["root"], init["package"], init["tools"])
+    serve(
+        request_fd,
+        reply_fd,
+        init["tables"],
+        tools,
+        {"ok": True, "limits": limits_report, "problems": problems},
+    )
+
+
+def serve(
+    request_fd: int, reply_fd: int, tables: dict[str, Any], tools: dict[str, Any], hello: dict[str, Any]
+) -> None:
+    """Answer ``hello`` to the init frame just read, then one reply per ``call`` frame until the runner hangs up."""
+    from tolokaforge.runner.state.cow import CowTables, TableShapeError, TableView, apply_changes
+
     views: dict[str, TableView] = {}
-    tools, problems = _import_tools(init["root"], init["package"], init["tools"])
-    write_frame(reply_fd, encode_reply({"ok": True, "limits": limits_report, "problems": problems}))
+    write_frame(reply_fd, encode_reply(hello))
     while True:
         request = read_request(request_fd)
         if request is None:

@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..process.sandbox import Limits, scrubbed_env
 from ..process.supervisor import Supervised
 from .frames import FrameError, decode_reply, encode_request, reply_length
 
-__all__ = ["ToolWorker", "WorkerCode", "WorkerCrashed", "WorkerError", "WorkerTimeout"]
+if TYPE_CHECKING:
+    from .zygotes import Zygotes
+
+__all__ = ["ToolWorker", "WorkerCode", "WorkerCrashed", "WorkerError", "WorkerProcess", "WorkerTimeout"]
+
+log = logging.getLogger(__name__)
 
 STARTUP_DEADLINE_S = 60.0
 """How long a worker may take to start, import the task's tools and load its tables."""
@@ -54,19 +60,45 @@ class WorkerCrashed(WorkerError):
         self.exit_code = exit_code
 
 
+class WorkerProcess(Protocol):
+    """A worker's process: spawned (process/supervisor.py) or forked by a zygote (process/forked.py)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    @property
+    def exited(self) -> bool: ...
+
+    def kill(self) -> None: ...
+
+    async def reap(self) -> int | None: ...
+
+
 class ToolWorker:
     """One live worker process holding ``tables`` (the mirror's object it was built from) at ``version``."""
 
-    def __init__(self, child: Supervised, tables: dict[str, Any], version: int) -> None:
+    def __init__(
+        self,
+        child: WorkerProcess,
+        requests: asyncio.StreamWriter,
+        replies: asyncio.StreamReader,
+        tables: dict[str, Any],
+        version: int,
+    ) -> None:
         self.child = child
         self.tables = tables
         self.version = version
+        self.forked = False
+        """Forked from a zygote (else spawned as a fresh interpreter)."""
         self.limits: dict[str, str] = {}
         self.problems: dict[str, str] = {}
         self.busy = False
         self._dead = False
-        self._stdin = cast(asyncio.StreamWriter, child.process.stdin)
-        self._stdout = cast(asyncio.StreamReader, child.process.stdout)
+        self._stdin = requests
+        self._stdout = replies
         self._exit_watch = asyncio.create_task(self._watch_exit())
 
     @classmethod
@@ -80,32 +112,59 @@ class ToolWorker:
         log_path: Path,
         limits: Limits,
         env: Mapping[str, str],
+        zygotes: Zygotes | None = None,
     ) -> ToolWorker:
+        """A worker forked from ``code``'s zygote when one serves, else a freshly spawned interpreter."""
+        if zygotes is not None:
+            forked = await zygotes.fork(code, workspace=workspace, env=env, log_path=log_path)
+            if forked is not None:
+                child, sock = forked
+                replies, requests = await asyncio.open_unix_connection(sock=sock)
+                worker = cls(child, requests, replies, tables, version)
+                worker.forked = True
+                try:
+                    await worker._hello(code, workspace, log_path)
+                    return worker
+                except WorkerError as error:
+                    if isinstance(error.__cause__, WorkerTimeout):
+                        raise
+                    # Whatever broke the forked start, the spawn path reports the code's own failures.
+                    log.warning("a forked worker did not start (%s); spawning one instead", error)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with log_path.open("ab") as log:
-            child = await Supervised.spawn(
+        with log_path.open("ab") as log_file:
+            spawned = await Supervised.spawn(
                 [sys.executable, "-I", "-m", "tolokaforge.runner.workers.child", limits.to_json()],
                 cwd=workspace,
                 env=scrubbed_env(dict(env), home=str(workspace)),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
-                stderr=log,
+                stderr=log_file,
             )
-        worker = cls(child, tables, version)
+        process = spawned.process
+        worker = cls(
+            spawned,
+            cast(asyncio.StreamWriter, process.stdin),
+            cast(asyncio.StreamReader, process.stdout),
+            tables,
+            version,
+        )
+        await worker._hello(code, workspace, log_path)
+        return worker
+
+    async def _hello(self, code: WorkerCode, workspace: Path, log_path: Path) -> None:
         init = {
             "root": str(code.root),
             "package": code.package,
             "tools": code.tools,
-            "tables": tables,
+            "tables": self.tables,
             "workspace": str(workspace),
         }
         try:
-            hello = await worker._exchange(init, STARTUP_DEADLINE_S)
+            hello = await self._exchange(init, STARTUP_DEADLINE_S)
         except WorkerError as error:
             raise WorkerError(f"the tool worker did not start: {error} (log: {log_path})") from error
-        worker.limits = {str(k): str(v) for k, v in cast(dict[str, Any], hello.get("limits", {})).items()}
-        worker.problems = {str(k): str(v) for k, v in cast(dict[str, Any], hello.get("problems", {})).items()}
-        return worker
+        self.limits = {str(k): str(v) for k, v in cast(dict[str, Any], hello.get("limits", {})).items()}
+        self.problems = {str(k): str(v) for k, v in cast(dict[str, Any], hello.get("problems", {})).items()}
 
     @property
     def alive(self) -> bool:
@@ -125,6 +184,7 @@ class ToolWorker:
         with contextlib.suppress(ProcessLookupError):
             await self.child.reap()
         self._exit_watch.cancel()
+        self._stdin.close()
 
     async def _exchange(self, message: Any, budget: float) -> dict[str, Any]:
         try:
@@ -160,6 +220,7 @@ class ToolWorker:
         await self.child.reap()
         await asyncio.sleep(_EXIT_GRACE_S)
         self._stdout.feed_eof()
+        self._stdin.close()
 
 
 def _describe_exit(code: int | None) -> str:

@@ -1,0 +1,205 @@
+"""A zygote: one sandboxed process per distinct worker code that forks the trial workers of that code.
+
+``python -I -m tolokaforge.runner.workers.zygote LIMITS``, its stdin a unix SOCK_SEQPACKET socket to
+the runner (the control socket). It confines itself exactly as a worker does (sandbox.apply: resource
+limits, a private network namespace, death with the runner), reads which code to import, imports the
+worker child's modules and the task's tools once, and answers ``ready``. From then on it is a plain
+blocking loop -- no event loop, no threads: forking a process that has either is unsafe -- that
+answers each ``fork`` request (JSON, with the worker's socket and log file passed as descriptors) by
+forking a worker, and reports the exit status of every worker it reaps.
+
+A forked worker starts from the zygote's memory: its own copy of every module the tools imported, in
+the state import left it, so two trials never share module globals. Before running anything of the
+trial it leads a session of its own, asks to die with the zygote, moves into a network namespace of
+its own, sets its CPU limit (its CPU clock starts at the fork), keeps only its socket and the log of
+its descriptors, and takes the trial's workspace and environment. Then it serves the worker protocol
+(workers/child.py) over its socket.
+
+A code whose import leaves a thread running, a descriptor open or a tool unloaded is not forked: the
+zygote answers ``ready: false`` with the reason, and the runner spawns that code's workers afresh.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import tempfile
+import traceback
+from typing import Any
+
+from tolokaforge.runner.process.sandbox import Limits, apply, die_with_parent, limit_cpu, private_network
+
+from .child import import_tools, serve
+from .frames import read_request
+
+_MESSAGE_BYTES = 1 << 20
+
+
+def main() -> None:
+    limits = Limits.from_json(sys.argv[1])
+    report = apply(limits, cpu=False)
+    control = socket.socket(fileno=os.dup(0))
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    init = _receive(control)
+    if init is None:
+        return
+    importlib.import_module("tolokaforge.runner.state.cow")  # the workers' table views, imported once, here
+
+    descriptors = _descriptors()
+    tools, problems = import_tools(init["root"], init["package"], init["tools"])
+    why = _unforkable(problems, descriptors)
+    if why:
+        _send(control, {"ready": False, "why": why})
+        return
+    # What import built is never freed: keep the collector off those pages, so forks share them.
+    gc.collect()
+    gc.freeze()
+    wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    _send(control, {"ready": True, "pid": os.getpid()})
+    live: set[int] = set()
+    try:
+        while True:
+            readable, _, _ = select.select([control, wake_read], [], [])
+            if wake_read in readable:
+                while len(os.read(wake_read, 512)) == 512:
+                    pass
+                _reap(control, live)
+            if control in readable:
+                message, fds, _, _ = socket.recv_fds(control, _MESSAGE_BYTES, 2)
+                if not message:
+                    return  # the runner hung up
+                request: dict[str, Any] = json.loads(message)
+                pid = _fork(request, fds, tools, report, limits, (control.fileno(), wake_read, wake_write))
+                if pid is None:
+                    _send(control, {"forked": request["fork"], "error": "the request carried no socket"})
+                else:
+                    live.add(pid)
+                    _send(control, {"forked": request["fork"], "pid": pid})
+    finally:
+        for pid in live:
+            _kill_group(pid)
+
+
+def _fork(
+    request: dict[str, Any],
+    fds: list[int],
+    tools: dict[str, Any],
+    report: dict[str, str],
+    limits: Limits,
+    zygote_fds: tuple[int, ...],
+) -> int | None:
+    if len(fds) != 2:
+        for fd in fds:
+            os.close(fd)
+        return None
+    conn, log = fds
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            _become_worker(request, conn, log, tools, report, limits, zygote_fds)
+            code = 0
+        except BaseException:  # the worker's own failure: to its log, and out
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    os.close(conn)
+    os.close(log)
+    return pid
+
+
+def _become_worker(
+    request: dict[str, Any],
+    conn: int,
+    log: int,
+    tools: dict[str, Any],
+    report: dict[str, str],
+    limits: Limits,
+    zygote_fds: tuple[int, ...],
+) -> None:
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.setsid()
+    die_with_parent()
+    for fd in zygote_fds:
+        os.close(fd)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    # Nothing else of the zygote's reaches the tool: only stdio and the worker's socket stay open.
+    os.closerange(3, conn)
+    os.closerange(conn + 1, 1 << 20)
+    os.set_inheritable(conn, False)
+    limits_report = {**report, "cpu_time": limit_cpu(limits)}
+    if not limits.network:
+        limits_report["network"] = private_network()
+    os.chdir(request["workspace"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    tempfile.tempdir = None  # chosen anew from TMPDIR (the workspace), not the zygote's
+    init = read_request(conn)
+    if init is None:
+        return
+    serve(conn, conn, init["tables"], tools, {"ok": True, "limits": limits_report, "problems": {}})
+
+
+def _reap(control: socket.socket, live: set[int]) -> None:
+    while live:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        live.discard(pid)
+        _send(control, {"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+
+
+def _unforkable(problems: dict[str, str], descriptors: set[str]) -> str:
+    if problems:
+        return "; ".join(f"{key}: {why}" for key, why in sorted(problems.items()))
+    threads = os.listdir("/proc/self/task")
+    if len(threads) > 1:
+        return f"importing the tools left {len(threads) - 1} thread(s) running"
+    opened = _descriptors() - descriptors
+    if opened:
+        return f"importing the tools left descriptor(s) {sorted(opened, key=int)} open"
+    return ""
+
+
+def _descriptors() -> set[str]:
+    return {fd for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}")}
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return
+
+
+def _receive(control: socket.socket) -> Any | None:
+    message = control.recv(_MESSAGE_BYTES)
+    return json.loads(message) if message else None
+
+
+def _send(control: socket.socket, message: dict[str, Any]) -> None:
+    control.send(json.dumps(message).encode())
+
+
+if __name__ == "__main__":
+    main()

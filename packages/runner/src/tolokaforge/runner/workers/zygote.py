@@ -80,7 +80,7 @@ def main() -> None:
                 if not message:
                     return  # the runner hung up
                 request: dict[str, Any] = json.loads(message)
-                pid = _fork(request, fds, tools, report, limits, (control.fileno(), wake_read, wake_write))
+                pid = _fork(request, fds, tools, report, limits)
                 if pid is None:
                     _send(control, {"forked": request["fork"], "error": "the request carried no socket"})
                 else:
@@ -97,7 +97,6 @@ def _fork(
     tools: dict[str, Any],
     report: dict[str, str],
     limits: Limits,
-    zygote_fds: tuple[int, ...],
 ) -> int | None:
     if len(fds) != 2:
         for fd in fds:
@@ -110,7 +109,7 @@ def _fork(
     if pid == 0:
         code = 1
         try:
-            _become_worker(request, conn, log, tools, report, limits, zygote_fds)
+            _become_worker(request, conn, log, tools, report, limits)
             code = 0
         except BaseException:  # the worker's own failure: to its log, and out
             traceback.print_exc()
@@ -130,17 +129,15 @@ def _become_worker(
     tools: dict[str, Any],
     report: dict[str, str],
     limits: Limits,
-    zygote_fds: tuple[int, ...],
 ) -> None:
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
     die_with_parent()
-    for fd in zygote_fds:
-        os.close(fd)
     os.dup2(log, 1)
     os.dup2(log, 2)
-    # Nothing else of the zygote's reaches the tool: only stdio and the worker's socket stay open.
+    # Nothing else of the zygote's (its control socket, its wake-up pipe) reaches the tool: only stdio
+    # and the worker's socket stay open.
     os.closerange(3, conn)
     os.closerange(conn + 1, 1 << 20)
     os.set_inheritable(conn, False)

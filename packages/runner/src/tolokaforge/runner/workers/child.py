@@ -12,13 +12,13 @@ commits them to the store, or discards this worker if it cannot). Anything the t
 
 from __future__ import annotations
 
+import _thread
 import importlib
 import importlib.machinery
 import importlib.util
 import json
 import os
 import sys
-import threading
 import traceback
 from typing import Any, cast
 
@@ -145,7 +145,8 @@ def serve(
         if changes:
             apply_changes(tables, changes)
         data.settle()
-        if threading.active_count() > 1:
+        # _thread, not threading: importing threading would cost every forked worker its at-fork handler.
+        if _thread._count() > 0:  # pyright: ignore[reportPrivateUsage]
             views = {}  # a thread the tool left running may still write to these views: build new ones
 
 

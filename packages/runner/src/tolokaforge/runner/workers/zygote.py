@@ -29,7 +29,6 @@ import select
 import signal
 import socket
 import sys
-import tempfile
 import traceback
 from typing import Any
 
@@ -147,7 +146,9 @@ def _become_worker(
     os.chdir(request["workspace"])
     os.environ.clear()
     os.environ.update(request["env"])
-    tempfile.tempdir = None  # chosen anew from TMPDIR (the workspace), not the zygote's
+    tempfile = sys.modules.get("tempfile")  # not imported here: it imports random, reseeded at every fork
+    if tempfile is not None:
+        setattr(tempfile, "tempdir", None)  # noqa: B010  (chosen anew from TMPDIR, the workspace)
     init = read_request(conn)
     if init is None:
         return

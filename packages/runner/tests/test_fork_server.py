@@ -230,3 +230,47 @@ async def test_an_idle_zygote_is_stopped_and_the_runner_stops_the_rest() -> None
         channel.close()
         await runner.close()
     assert _gone(again) and _gone(worker)
+
+
+async def test_tasks_using_other_tools_of_the_same_modules_share_a_zygote(
+    hostile: Hostile, runner: RunnerHandle
+) -> None:
+    await hostile.register("all:0")
+    [zygote] = _zygotes(runner).pids()
+    echo_only = make_spec(
+        "echo:0",
+        agent_tools=[hostile_tool("echo", "Echo", {"text": {"type": "string"}})],
+        user_tools=[],
+        tool_code={"path": str(FIXTURES / "hostile")},
+    )
+    assert (await hostile.stub.register_trial(register_request(echo_only))).success
+    assert _worker(runner, "echo:0").forked and _zygotes(runner).pids() == [zygote]
+    # A class the module lacks is the trial's problem, found in its worker as a spawned one finds it.
+    missing = make_spec(
+        "nope:0",
+        agent_tools=[hostile_tool("nope", "Nope", {})],
+        user_tools=[],
+        tool_code={"path": str(FIXTURES / "hostile")},
+    )
+    response = await hostile.stub.register_trial(register_request(missing))
+    assert not response.success and "has no class 'Nope'" in response.error, response.error
+    assert _zygotes(runner).pids() == [zygote] and not _zygotes(runner).unforkable
+
+
+async def test_a_module_that_cannot_import_is_reported_as_before(
+    hostile: Hostile, runner: RunnerHandle
+) -> None:
+    spec = make_spec(
+        "broken:0",
+        agent_tools=[
+            {
+                **hostile_tool("echo", "Echo", {"text": {"type": "string"}}),
+                "source": {"module_path": "absent", "class_name": "Echo"},
+            }
+        ],
+        user_tools=[],
+        tool_code={"path": str(FIXTURES / "hostile")},
+    )
+    response = await hostile.stub.register_trial(register_request(spec))
+    assert not response.success and "module 'absent' not found in the task's code" in response.error
+    assert any("absent" in why for why in _zygotes(runner).unforkable.values())

@@ -36,13 +36,20 @@ def _private_pipes() -> tuple[int, int]:
     return request_fd, reply_fd
 
 
+def register_package(root: str, package: str) -> None:
+    """Make the task's code importable as ``package`` (once: a forked worker inherits its zygote's)."""
+    if package not in sys.modules:
+        spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
+        module = importlib.util.module_from_spec(spec)
+        module.__path__ = [root]
+        sys.modules[package] = module
+
+
 def import_tools(
     root: str, package: str, tools: dict[str, tuple[str, str]]
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
-    module = importlib.util.module_from_spec(spec)
-    module.__path__ = [root]
-    sys.modules[package] = module
+    """The tools by key, and why each of the others did not load (in a forked worker, the zygote imported the modules)."""
+    register_package(root, package)
     loaded: dict[str, Any] = {}
     problems: dict[str, str] = {}
     for key, (module_path, class_name) in tools.items():

@@ -34,10 +34,12 @@ from typing import Any
 
 from tolokaforge.runner.process.sandbox import Limits, apply, die_with_parent, limit_cpu, private_network
 
-from .child import import_tools, serve
+from .child import import_tools, register_package, serve
 from .frames import read_request
 
-_MESSAGE_BYTES = 1 << 20
+_INIT_BYTES = 1 << 20
+_REQUEST_BYTES = 1 << 16
+"""A fork request's limit: a workspace path and an environment (a larger one is refused, not truncated)."""
 
 
 def main() -> None:
@@ -54,10 +56,9 @@ def main() -> None:
     importlib.import_module("tolokaforge.runner.state.cow")  # the workers' table views, imported once, here
 
     descriptors = _descriptors()
-    tools, problems = import_tools(init["root"], init["package"], init["tools"])
-    why = _unforkable(problems, descriptors)
+    why = _import_modules(init["root"], init["package"], init["modules"]) or _unforkable(descriptors)
     if why:
-        _send(control, {"ready": False, "why": why})
+        _send(control, {"ready": False, "why": why[:4000]})
         return
     # What import built is never freed: keep the collector off those pages, so forks share them.
     gc.collect()
@@ -75,13 +76,16 @@ def main() -> None:
                     pass
                 _reap(control, live)
             if control in readable:
-                message, fds, _, _ = socket.recv_fds(control, _MESSAGE_BYTES, 2)
+                message, fds, flags, _ = socket.recv_fds(control, _REQUEST_BYTES, 2)
                 if not message:
                     return  # the runner hung up
-                request: dict[str, Any] = json.loads(message)
-                pid = _fork(request, fds, tools, report, limits)
+                request: dict[str, Any] = json.loads(message) if not flags & socket.MSG_TRUNC else {}
+                pid = _fork(request, fds, report, limits) if "fork" in request else None
                 if pid is None:
-                    _send(control, {"forked": request["fork"], "error": "the request carried no socket"})
+                    for fd in fds:
+                        os.close(fd)
+                    error = "the request was too large or carried no socket"
+                    _send(control, {"forked": request.get("fork", -1), "error": error})
                 else:
                     live.add(pid)
                     _send(control, {"forked": request["fork"], "pid": pid})
@@ -93,13 +97,10 @@ def main() -> None:
 def _fork(
     request: dict[str, Any],
     fds: list[int],
-    tools: dict[str, Any],
     report: dict[str, str],
     limits: Limits,
 ) -> int | None:
     if len(fds) != 2:
-        for fd in fds:
-            os.close(fd)
         return None
     conn, log = fds
     sys.stdout.flush()
@@ -108,7 +109,7 @@ def _fork(
     if pid == 0:
         code = 1
         try:
-            _become_worker(request, conn, log, tools, report, limits)
+            _become_worker(request, conn, log, report, limits)
             code = 0
         except BaseException:  # the worker's own failure: to its log, and out
             traceback.print_exc()
@@ -125,7 +126,6 @@ def _become_worker(
     request: dict[str, Any],
     conn: int,
     log: int,
-    tools: dict[str, Any],
     report: dict[str, str],
     limits: Limits,
 ) -> None:
@@ -152,7 +152,9 @@ def _become_worker(
     init = read_request(conn)
     if init is None:
         return
-    serve(conn, conn, init["tables"], tools, {"ok": True, "limits": limits_report, "problems": {}})
+    # The modules are imported already: this finds the trial's classes, and says which are missing.
+    tools, problems = import_tools(init["root"], init["package"], init["tools"])
+    serve(conn, conn, init["tables"], tools, {"ok": True, "limits": limits_report, "problems": problems})
 
 
 def _reap(control: socket.socket, live: set[int]) -> None:
@@ -167,9 +169,18 @@ def _reap(control: socket.socket, live: set[int]) -> None:
         _send(control, {"exit": pid, "code": os.waitstatus_to_exitcode(status)})
 
 
-def _unforkable(problems: dict[str, str], descriptors: set[str]) -> str:
-    if problems:
-        return "; ".join(f"{key}: {why}" for key, why in sorted(problems.items()))
+def _import_modules(root: str, package: str, modules: list[str]) -> str:
+    """Import the task's tool modules; why not, if one fails (its workers are then spawned, and say why)."""
+    register_package(root, package)
+    for name in modules:
+        try:
+            importlib.import_module(f"{package}.{name}")
+        except BaseException as error:  # pack code raising at import time: the spawned worker reports it
+            return f"importing {name!r} raised {type(error).__name__}: {error}"
+    return ""
+
+
+def _unforkable(descriptors: set[str]) -> str:
     threads = os.listdir("/proc/self/task")
     if len(threads) > 1:
         return f"importing the tools left {len(threads) - 1} thread(s) running"
@@ -191,7 +202,7 @@ def _kill_group(pid: int) -> None:
 
 
 def _receive(control: socket.socket) -> Any | None:
-    message = control.recv(_MESSAGE_BYTES)
+    message = control.recv(_INIT_BYTES)
     return json.loads(message) if message else None
 
 

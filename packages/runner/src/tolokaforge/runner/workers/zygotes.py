@@ -47,7 +47,8 @@ _FORK_DEADLINE_S = 10.0
 _RETRY_AFTER_S = 5.0
 """After a zygote failed to start, its code's workers are spawned for this long before it is tried again."""
 
-_MESSAGE_BYTES = 1 << 20
+_MESSAGE_BYTES = 1 << 16
+"""The largest message a zygote sends (a ready with its reason, a fork's answer, an exit status)."""
 
 
 class ZygoteGone(Exception):
@@ -94,7 +95,7 @@ class Zygote:
         ours.setblocking(False)
         loop = asyncio.get_running_loop()
         try:
-            init = {"root": str(code.root), "package": code.package, "tools": code.tools}
+            init = {"root": str(code.root), "package": code.package, "modules": code_modules(code)}
             await loop.sock_sendall(ours, json.dumps(init).encode())
             async with asyncio.timeout(STARTUP_DEADLINE_S):
                 reply = await loop.sock_recv(ours, _MESSAGE_BYTES)
@@ -340,9 +341,13 @@ class Zygotes:
                     await zygote.stop()
 
 
+def code_modules(code: WorkerCode) -> list[str]:
+    """The modules a zygote of ``code`` imports: those its tools live in."""
+    return sorted({module_path for module_path, _ in code.tools.values()})
+
+
 def code_key(code: WorkerCode, limits: Limits) -> str:
-    """What a zygote is keyed by: the code its workers import and the limits they run under."""
-    material = json.dumps(
-        [str(code.root), code.package, sorted((k, list(v)) for k, v in code.tools.items()), limits.to_json()]
-    )
+    """What a zygote is keyed by: the bundle (its package name digests root and content), the modules
+    its workers import, and the limits they run under. Tasks using other tools of the same modules share it."""
+    material = json.dumps([str(code.root), code.package, code_modules(code), limits.to_json()])
     return hashlib.sha256(material.encode()).hexdigest()

@@ -26,7 +26,6 @@ __all__ = [
     "apply",
     "die_with_parent",
     "limit_cpu",
-    "private_network",
     "scrubbed_env",
 ]
 
@@ -88,7 +87,7 @@ def apply(limits: Limits, *, cpu: bool = True) -> dict[str, str]:
     report["cpu_time"] = limit_cpu(limits) if cpu else "set in each forked worker"
     if os.geteuid() == 0:
         report["processes"] = "not enforced (the kernel exempts root from RLIMIT_NPROC)"
-    report["network"] = "allowed" if limits.network else private_network()
+    report["network"] = "allowed" if limits.network else _unshare_network()
     die_with_parent()
     return report
 
@@ -131,7 +130,7 @@ def _set_limit(which: int, value: int) -> str:
     return str(value)
 
 
-def private_network() -> str:
+def _unshare_network() -> str:
     """Move this process into a network namespace of its own: no interface but a down loopback."""
     unshare = getattr(os, "unshare", None)  # Python >= 3.12
     last = OSError(0, "no attempt")

@@ -10,12 +10,12 @@ forking a worker, and reports the exit status of every worker it reaps.
 
 A forked worker starts from the zygote's memory: its own copy of every module the tools imported, in
 the state import left it, so two trials never share module globals. Before running anything of the
-trial it leads a session of its own, asks to die with the zygote, moves into a network namespace of
-its own, sets its CPU limit (its CPU clock starts at the fork), keeps only its socket and the log of
+trial it leads a session of its own, asks to die with the zygote (in whose network namespace it
+stays), sets its CPU limit (its CPU clock starts at the fork), keeps only its socket and the log of
 its descriptors, and takes the trial's workspace and environment. Then it serves the worker protocol
 (workers/child.py) over its socket.
 
-A code whose import leaves a thread running, a descriptor open or a tool unloaded is not forked: the
+A code whose modules fail to import, or leave a thread running or a descriptor open, is not forked: the
 zygote answers ``ready: false`` with the reason, and the runner spawns that code's workers afresh.
 """
 
@@ -32,7 +32,7 @@ import sys
 import traceback
 from typing import Any
 
-from tolokaforge.runner.process.sandbox import Limits, apply, die_with_parent, limit_cpu, private_network
+from tolokaforge.runner.process.sandbox import Limits, apply, die_with_parent, limit_cpu
 
 from .child import import_tools, register_package, serve
 from .frames import read_request
@@ -80,15 +80,18 @@ def main() -> None:
                 if not message:
                     return  # the runner hung up
                 request: dict[str, Any] = json.loads(message) if not flags & socket.MSG_TRUNC else {}
-                pid = _fork(request, fds, report, limits) if "fork" in request else None
-                if pid is None:
-                    for fd in fds:
-                        os.close(fd)
-                    error = "the request was too large or carried no socket"
-                    _send(control, {"forked": request.get("fork", -1), "error": error})
+                try:
+                    if "fork" not in request or len(fds) != 2:
+                        raise ValueError("the request was too large or carried no socket")
+                    pid = _fork(request, fds, report, limits)
+                except (OSError, ValueError) as error:  # no process to be had: the runner spawns instead
+                    _send(control, {"forked": request.get("fork", -1), "error": str(error)})
                 else:
                     live.add(pid)
                     _send(control, {"forked": request["fork"], "pid": pid})
+                finally:
+                    for fd in fds:
+                        os.close(fd)
     finally:
         for pid in live:
             _kill_group(pid)
@@ -99,9 +102,7 @@ def _fork(
     fds: list[int],
     report: dict[str, str],
     limits: Limits,
-) -> int | None:
-    if len(fds) != 2:
-        return None
+) -> int:
     conn, log = fds
     sys.stdout.flush()
     sys.stderr.flush()
@@ -117,8 +118,6 @@ def _fork(
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
-    os.close(conn)
-    os.close(log)
     return pid
 
 
@@ -140,9 +139,9 @@ def _become_worker(
     os.closerange(3, conn)
     os.closerange(conn + 1, 1 << 20)
     os.set_inheritable(conn, False)
+    # The network namespace is the zygote's (no interface up): a namespace per worker would cost each a
+    # millisecond and the kernel more to tear down, and would part nothing the shared file system joins.
     limits_report = {**report, "cpu_time": limit_cpu(limits)}
-    if not limits.network:
-        limits_report["network"] = private_network()
     os.chdir(request["workspace"])
     os.environ.clear()
     os.environ.update(request["env"])

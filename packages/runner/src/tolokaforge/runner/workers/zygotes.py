@@ -55,6 +55,10 @@ class ZygoteGone(Exception):
     """The zygote died or stopped answering; it has been stopped."""
 
 
+class ForkRefused(Exception):
+    """The zygote could not fork this once (no process to be had); it still serves."""
+
+
 class Zygote:
     """One running zygote and the workers it forked that have not been reaped yet."""
 
@@ -87,6 +91,9 @@ class Zygote:
                     stdin=theirs.fileno(),
                     stderr=log_file,
                 )
+        except OSError as error:  # no process to be had (descriptors, processes): spawning may still work
+            ours.close()
+            raise ZygoteGone(f"the zygote could not be started: {error}") from error
         except BaseException:
             ours.close()
             raise
@@ -129,7 +136,7 @@ class Zygote:
     async def fork(
         self, workspace: Path, env: Mapping[str, str], log_fd: int
     ) -> tuple[ForkedChild, socket.socket]:
-        """A fresh worker in ``workspace`` and the runner's end of its socket; raises ZygoteGone."""
+        """A fresh worker in ``workspace`` and the runner's end of its socket; raises ZygoteGone or ForkRefused."""
         if not self.alive:
             raise ZygoteGone("the zygote has exited")
         self.last_used = time.monotonic()
@@ -205,7 +212,7 @@ class Zygote:
                             child.kill()  # nobody waits for it any more
                     elif answer is not None and not answer.done():
                         answer.set_exception(
-                            ZygoteGone(f"the zygote refused to fork: {message.get('error')}")
+                            ForkRefused(f"the zygote could not fork: {message.get('error')}")
                         )
         except (OSError, ValueError) as error:
             log.warning("zygote %s: control socket failed: %s", self.pid, error)
@@ -260,6 +267,9 @@ class Zygotes:
                 return await zygote.fork(
                     workspace, scrubbed_env(dict(env), home=str(workspace)), log_file.fileno()
                 )
+            except ForkRefused as error:
+                log.warning("zygote %s: %s; spawning the worker instead", zygote.pid, error)
+                return None
             except ZygoteGone as error:
                 log.warning("zygote %s: %s; spawning the worker instead", zygote.pid, error)
                 self._forget(zygote)

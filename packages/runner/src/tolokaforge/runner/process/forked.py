@@ -74,10 +74,16 @@ class ForkedChild:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
 
-    async def reap(self) -> int | None:
-        """Wait for the (killed or exiting) worker; its exit status; forget it."""
+    async def reap(self, *, status: bool = True) -> int | None:
+        """Wait for the (killed or exiting) worker's end and, with ``status``, for its exit status; forget it.
+
+        A worker the runner killed on purpose needs no status: not waiting for the zygote's report
+        saves a wake-up of the zygote and of the runner on every discard.
+        """
         await self._gone.wait()
-        if self.returncode is None:
+        if self.returncode is None and self._status.done():
+            self.returncode = self._status.result()
+        if self.returncode is None and status:
             with contextlib.suppress(TimeoutError):
                 self.returncode = await asyncio.wait_for(asyncio.shield(self._status), _STATUS_WAIT_S)
         # The group may outlive its leader (a grandchild that ignored SIGTERM): kill it for good.

@@ -166,8 +166,8 @@ class Supervised:
         self.kill()
         return await self.reap()
 
-    async def reap(self) -> int | None:
-        """Wait for the (killed or exiting) child; forget it."""
+    async def reap(self, *, status: bool = True) -> int | None:
+        """Wait for the (killed or exiting) child; forget it. Its end and its status are one wait here."""
         code = await self.process.wait()
         # The group may outlive its leader (a grandchild that ignored SIGTERM): kill it for good.
         signal_group(self.pid, signal.SIGKILL)

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -74,7 +75,7 @@ class WorkerProcess(Protocol):
 
     def kill(self) -> None: ...
 
-    async def reap(self) -> int | None: ...
+    async def reap(self, *, status: bool = True) -> int | None: ...
 
 
 class ToolWorker:
@@ -115,21 +116,13 @@ class ToolWorker:
         zygotes: Zygotes | None = None,
     ) -> ToolWorker:
         """A worker forked from ``code``'s zygote when one serves, else a freshly spawned interpreter."""
+        init = _init(code, tables, workspace)
         if zygotes is not None:
-            forked = await zygotes.fork(code, workspace=workspace, env=env, log_path=log_path)
-            if forked is not None:
-                child, sock = forked
-                replies, requests = await asyncio.open_unix_connection(sock=sock)
-                worker = cls(child, requests, replies, tables, version)
-                worker.forked = True
-                try:
-                    await worker._hello(code, workspace, log_path)
-                    return worker
-                except WorkerError as error:
-                    if isinstance(error.__cause__, WorkerTimeout):
-                        raise
-                    # Whatever broke the forked start, the spawn path reports the code's own failures.
-                    log.warning("a forked worker did not start (%s); spawning one instead", error)
+            worker = await cls._fork(
+                zygotes, code, init, tables, version, workspace=workspace, log_path=log_path, env=env
+            )
+            if worker is not None:
+                return worker
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("ab") as log_file:
             spawned = await Supervised.spawn(
@@ -148,19 +141,53 @@ class ToolWorker:
             tables,
             version,
         )
-        await worker._hello(code, workspace, log_path)
+        worker._stdin.write(init)
+        await worker._hello(log_path)
         return worker
 
-    async def _hello(self, code: WorkerCode, workspace: Path, log_path: Path) -> None:
-        init = {
-            "root": str(code.root),
-            "package": code.package,
-            "tools": code.tools,
-            "tables": self.tables,
-            "workspace": str(workspace),
-        }
+    @classmethod
+    async def _fork(
+        cls,
+        zygotes: Zygotes,
+        code: WorkerCode,
+        init: bytes,
+        tables: dict[str, Any],
+        version: int,
+        *,
+        workspace: Path,
+        log_path: Path,
+        env: Mapping[str, str],
+    ) -> ToolWorker | None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        replies, requests = await asyncio.open_unix_connection(sock=ours)
+        # Written before the fork is asked for: the worker finds its tables waiting, one round trip sooner.
+        requests.write(init)
         try:
-            hello = await self._exchange(init, STARTUP_DEADLINE_S)
+            child = await zygotes.fork(code, conn=theirs, workspace=workspace, env=env, log_path=log_path)
+        except BaseException:
+            requests.close()
+            raise
+        finally:
+            theirs.close()
+        if child is None:
+            requests.close()
+            return None
+        worker = cls(child, requests, replies, tables, version)
+        worker.forked = True
+        try:
+            await worker._hello(log_path)
+        except WorkerError as error:
+            if isinstance(error.__cause__, WorkerTimeout):
+                raise
+            # Whatever broke the forked start, the spawn path reports the code's own failures.
+            log.warning("a forked worker did not start (%s); spawning one instead", error)
+            return None
+        return worker
+
+    async def _hello(self, log_path: Path) -> None:
+        """Read the worker's answer to the init frame already written."""
+        try:
+            hello = await self._exchange(None, STARTUP_DEADLINE_S)
         except WorkerError as error:
             raise WorkerError(f"the tool worker did not start: {error} (log: {log_path})") from error
         self.limits = {str(k): str(v) for k, v in cast(dict[str, Any], hello.get("limits", {})).items()}
@@ -178,17 +205,20 @@ class ToolWorker:
         finally:
             self.busy = False
 
-    async def kill(self) -> None:
+    async def kill(self, *, status: bool = False) -> None:
+        """Kill the worker and wait for its end (and, with ``status``, for its exit status: a crash's cause)."""
         self._dead = True
         self.child.kill()
         with contextlib.suppress(ProcessLookupError):
-            await self.child.reap()
+            await self.child.reap(status=status)
         self._exit_watch.cancel()
         self._stdin.close()
 
     async def _exchange(self, message: Any, budget: float) -> dict[str, Any]:
+        """Send ``message`` (None: it was written already) and read the reply within ``budget``."""
         try:
-            self._stdin.write(encode_request(message))
+            if message is not None:
+                self._stdin.write(encode_request(message))
             await self._stdin.drain()
             async with asyncio.timeout(budget):
                 header = await self._stdout.readexactly(4)
@@ -198,7 +228,7 @@ class ToolWorker:
             await self.kill()
             raise WorkerTimeout(f"no answer within {budget:g}s") from error
         except (asyncio.IncompleteReadError, ConnectionError, BrokenPipeError) as error:
-            await self.kill()
+            await self.kill(status=True)
             code = self.child.returncode
             raise WorkerCrashed(f"the tool's worker process died ({_describe_exit(code)})", code) from error
         except FrameError as error:
@@ -221,6 +251,18 @@ class ToolWorker:
         await asyncio.sleep(_EXIT_GRACE_S)
         self._stdout.feed_eof()
         self._stdin.close()
+
+
+def _init(code: WorkerCode, tables: dict[str, Any], workspace: Path) -> bytes:
+    return encode_request(
+        {
+            "root": str(code.root),
+            "package": code.package,
+            "tools": code.tools,
+            "tables": tables,
+            "workspace": str(workspace),
+        }
+    )
 
 
 def _describe_exit(code: int | None) -> str:

@@ -134,37 +134,28 @@ class Zygote:
         return len(self._children)
 
     async def fork(
-        self, workspace: Path, env: Mapping[str, str], log_fd: int
-    ) -> tuple[ForkedChild, socket.socket]:
-        """A fresh worker in ``workspace`` and the runner's end of its socket; raises ZygoteGone or ForkRefused."""
+        self, conn: socket.socket, workspace: Path, env: Mapping[str, str], log_fd: int
+    ) -> ForkedChild:
+        """A fresh worker in ``workspace`` speaking over ``conn``; raises ZygoteGone or ForkRefused."""
         if not self.alive:
             raise ZygoteGone("the zygote has exited")
         self.last_used = time.monotonic()
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         ident = next(self._ids)
         answer: asyncio.Future[ForkedChild] = asyncio.get_running_loop().create_future()
         self._pending[ident] = answer
         try:
             message = json.dumps({"fork": ident, "workspace": str(workspace), "env": dict(env)}).encode()
-            await self._send(message, [theirs.fileno(), log_fd])
-            theirs.close()
+            await self._send(message, [conn.fileno(), log_fd])
             async with asyncio.timeout(_FORK_DEADLINE_S):
-                child = await answer
+                return await answer
         except TimeoutError as error:
-            ours.close()
             await self.stop()
             raise ZygoteGone(f"the zygote did not fork within {_FORK_DEADLINE_S:g}s") from error
         except OSError as error:
-            ours.close()
             await self.stop()
             raise ZygoteGone(f"the zygote's control socket failed: {error}") from error
-        except BaseException:
-            ours.close()
-            raise
         finally:
-            theirs.close()
             self._pending.pop(ident, None)
-        return child, ours
 
     async def stop(self) -> None:
         """Stop the zygote; its live workers die with it."""
@@ -254,9 +245,15 @@ class Zygotes:
         self._closed = False
 
     async def fork(
-        self, code: WorkerCode, *, workspace: Path, env: Mapping[str, str], log_path: Path
-    ) -> tuple[ForkedChild, socket.socket] | None:
-        """A worker forked from ``code``'s zygote (started if needed), or None: spawn it instead."""
+        self,
+        code: WorkerCode,
+        *,
+        conn: socket.socket,
+        workspace: Path,
+        env: Mapping[str, str],
+        log_path: Path,
+    ) -> ForkedChild | None:
+        """A worker forked from ``code``'s zygote (started if needed) to speak over ``conn``, or None: spawn it instead."""
         key = code_key(code, self.limits)
         zygote = await self._zygote(key, code)
         if zygote is None:
@@ -265,7 +262,7 @@ class Zygotes:
         with log_path.open("ab") as log_file:
             try:
                 return await zygote.fork(
-                    workspace, scrubbed_env(dict(env), home=str(workspace)), log_file.fileno()
+                    conn, workspace, scrubbed_env(dict(env), home=str(workspace)), log_file.fileno()
                 )
             except ForkRefused as error:
                 log.warning("zygote %s: %s; spawning the worker instead", zygote.pid, error)

@@ -15,12 +15,12 @@ import signal
 import socket
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..process.sandbox import Limits, scrubbed_env
 from ..process.supervisor import Supervised
+from .code import STARTUP_DEADLINE_S, WorkerCode
 from .frames import FrameError, decode_reply, encode_request, reply_length
 
 if TYPE_CHECKING:
@@ -30,21 +30,8 @@ __all__ = ["ToolWorker", "WorkerCode", "WorkerCrashed", "WorkerError", "WorkerPr
 
 log = logging.getLogger(__name__)
 
-STARTUP_DEADLINE_S = 60.0
-"""How long a worker may take to start, import the task's tools and load its tables."""
-
 _EXIT_GRACE_S = 0.1
 """How long after the worker's exit its pipe is read before the call counts as crashed."""
-
-
-@dataclass(frozen=True)
-class WorkerCode:
-    """What a trial's workers import: the bundle's root, its package name, and the tools by key."""
-
-    root: Path
-    package: str
-    tools: dict[str, tuple[str, str]] = field(default_factory=lambda: {})
-    """``module_path:class_name`` -> (module_path, class_name)."""
 
 
 class WorkerError(Exception):

@@ -32,7 +32,7 @@ from typing import Any, cast
 from ..process.forked import ForkedChild
 from ..process.sandbox import Limits, scrubbed_env
 from ..process.supervisor import Supervised
-from .worker import STARTUP_DEADLINE_S, WorkerCode
+from .code import STARTUP_DEADLINE_S, WorkerCode
 
 __all__ = ["IDLE_S", "Zygotes"]
 

@@ -119,10 +119,10 @@ class Zygote:
             raise
         if ready.get("ready") is not True:
             ours.close()
-            code_ = await process.stop()
+            status = await process.stop()
             if "why" in ready:
                 raise Unforkable(str(ready["why"]))
-            raise ZygoteGone(f"the zygote exited while starting (exit status {code_}; log: {log_path})")
+            raise ZygoteGone(f"the zygote exited while starting (exit status {status}; log: {log_path})")
         return cls(key, process, ours, int(ready["pid"]))
 
     @property

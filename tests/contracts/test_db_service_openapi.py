@@ -128,6 +128,7 @@ def test_generated_models_refuse_unknown_keys_and_bad_names() -> None:
     request = db_api.InitRequest.model_validate(
         {"tables": {"orders": [{"id": 1}], "users": {"U-1": {"name": "Zoë"}}}, "unstable_fields": []}
     )
+    assert request.tables is not None
     assert isinstance(request.tables.root["orders"].root, db_api.ListTable)
     assert isinstance(request.tables.root["users"].root, db_api.KeyedTable)
 

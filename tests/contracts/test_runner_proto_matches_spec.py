@@ -185,6 +185,9 @@ ADDITIVE: dict[str, list[Field]] = {
         ("retryable", 7, "bool", ""),
     ],
     "GradeTrialResponse": [("error_kind", 4, "GradeErrorKind", "")],
+    # A task sent once per runner, then named by its digest (docs/protocol/runner.md#registertrial).
+    "RegisterTrialRequest": [("task_json", 5, "string", ""), ("task_digest", 6, "string", "")],
+    "HealthCheckResponse": [("accepts_task_digest", 6, "bool", "")],
     # The spec's note on include_agent_system_prompt: explicit presence, as for trace_checks.
     "JudgeReport": [("include_agent_system_prompt", 8, "bool", "optional")],
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from hypothesis import given
@@ -83,3 +84,53 @@ def test_no_difference_exactly_when_the_states_are_equal(
     # A record is modified, added or removed: never both added and removed under one name.
     names = [(d.kind, d.record) for d in diff.differences if d.kind != "modified"]
     assert len({record for _, record in names}) == len(names)
+
+
+def test_shared_records_are_skipped_and_the_result_is_the_same_as_for_copies() -> None:
+    base = [{"id": f"R-{i}", "n": i} for i in range(500)]
+    golden = list(base)
+    golden[3] = {**base[3], "n": -1}
+    trial = list(base)
+    trial[7] = {**base[7], "n": -7}
+    trial[9] = {**base[9], "n": -9}
+    shared = diff_states({"r": golden, "k": {"a": base[0]}}, {"r": trial, "k": {"a": base[0]}})
+    copied = diff_states(
+        copy.deepcopy({"r": golden, "k": {"a": base[0]}}), copy.deepcopy({"r": trial, "k": {"a": base[0]}})
+    )
+    assert shared == copied
+    assert [d.where for d in shared.differences] == ["r[R-3].n", "r[R-7].n", "r[R-9].n"]
+
+
+def test_stable_leaves_out_unstable_fields() -> None:
+    golden: dict[str, Any] = {"r": [{"id": 1, "at": "t1", "v": 1}], "k": {}}
+    trial: dict[str, Any] = {"r": [{"id": 1, "at": "t2", "v": 1}, {"id": 2, "at": "t3", "v": 2}], "k": {}}
+    unstable = {("r", "at")}
+    marked = diff_states(golden, trial, unstable)
+    assert [(d.where, d.declared_unstable) for d in marked.differences] == [
+        ("r[1].at", True),
+        ("r[2]", False),
+    ]
+    stable = diff_states(golden, trial, unstable, stable=True)
+    assert [d.where for d in stable.differences] == ["r[2]"]
+    assert stable.differences[0].actual == {"id": 2, "v": 2}
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 39), st.integers(0, 45), st.booleans()), max_size=6),
+    st.lists(st.tuples(st.integers(0, 39), st.integers(0, 45), st.booleans()), max_size=6),
+)
+def test_a_common_ancestor_never_changes_the_result(
+    golden_edits: list[tuple[int, int, bool]], trial_edits: list[tuple[int, int, bool]]
+) -> None:
+    base: list[dict[str, Any]] = [{"id": i, "v": 0} for i in range(40)]
+
+    def edited(edits: list[tuple[int, int, bool]]) -> list[dict[str, Any]]:
+        side = list(base)
+        for position, new_id, keep_id in edits:  # new ids may collide with kept ones
+            side[position] = {"id": base[position]["id"] if keep_id else new_id, "v": position + 1}
+        return side
+
+    golden, trial = edited(golden_edits), edited(trial_edits)
+    assert diff_states({"t": golden}, {"t": trial}, common={"t": base}) == diff_states(
+        {"t": golden}, {"t": trial}
+    )

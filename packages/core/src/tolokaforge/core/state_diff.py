@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from itertools import compress
+from operator import is_not, itemgetter
 from typing import Any, Literal, cast
 
 __all__ = ["ABSENT", "Difference", "StateDiff", "diff_states"]
@@ -120,24 +122,59 @@ class StateDiff:
 
 
 def diff_states(
-    expected: Mapping[str, Any], actual: Mapping[str, Any], unstable: Collection[tuple[str, str]] = ()
+    expected: Mapping[str, Any],
+    actual: Mapping[str, Any],
+    unstable: Collection[tuple[str, str]] = (),
+    *,
+    stable: bool = False,
+    common: Mapping[str, Any] | None = None,
 ) -> StateDiff:
     """Every difference between two states, in table, record and field order.
 
     ``unstable`` holds the declared unstable ``(table, field)`` pairs: they mark differences and are
-    never used to match records.
+    never used to match records. ``stable`` compares the states as their stable views would: the
+    unstable fields are left out (no difference on them, and no such field in a record shown whole).
+
+    The cost follows what differs: a table or record that is the same object on both sides (two states
+    sharing what neither changed) is skipped without looking inside. ``common`` is a state both derive
+    from, sharing its records (a task's initial state): a list table's identity field is then worked
+    out once for it and only checked on the records each side replaced, not on every record.
     """
     found: list[Difference] = []
     for table in sorted(set(expected) | set(actual)):
         before = expected.get(table, ABSENT)
         after = actual.get(table, ABSENT)
+        if before is after:
+            continue
         if before is ABSENT or after is ABSENT:
             kind: DifferenceKind = "added" if before is ABSENT else "removed"
             found.append(Difference(kind, table, "", "", before, after))
             continue
-        for record, old, new in _pair_records(table, before, after, unstable):
+        if before == after:  # C-level, and quick when most records are shared objects
+            continue
+        ancestor = None if common is None else common.get(table)
+        for record, old, new in _pair_records(table, before, after, unstable, ancestor):
             found.extend(_record_differences(table, record, old, new, unstable))
+    if stable:
+        fields = {(table, name) for table, name in unstable}
+        found = [_stable(difference, fields) for difference in found if not difference.declared_unstable]
     return StateDiff(found)
+
+
+def _stable(difference: Difference, unstable: set[tuple[str, str]]) -> Difference:
+    """A whole record (or table) added or removed, shown without its unstable fields."""
+    if difference.kind == "modified" or difference.field:
+        return difference
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            record = cast(dict[str, Any], value)
+            return {name: item for name, item in record.items() if (difference.table, name) not in unstable}
+        return value
+
+    if difference.record:
+        return replace(difference, expected=strip(difference.expected), actual=strip(difference.actual))
+    return difference
 
 
 def _record_differences(
@@ -160,20 +197,41 @@ def _record_differences(
 
 
 def _pair_records(
-    table: str, before: Any, after: Any, unstable: Collection[tuple[str, str]]
+    table: str, before: Any, after: Any, unstable: Collection[tuple[str, str]], common: Any = None
 ) -> list[tuple[str, Any, Any]]:
+    """The records to compare, paired; pairs of one shared object are left out (they cannot differ)."""
     if isinstance(before, dict) and isinstance(after, dict):
         first, second = cast(dict[str, Any], before), cast(dict[str, Any], after)
-        keys = sorted(set(first) | set(second), key=str)
+        keys = [
+            key
+            for key in first.keys() | second.keys()
+            if first.get(key, ABSENT) is not second.get(key, ABSENT)
+        ]
+        keys.sort(key=str)
         return [(str(key), first.get(key, ABSENT), second.get(key, ABSENT)) for key in keys]
     if isinstance(before, list) and isinstance(after, list):
         first_list, second_list = cast(list[Any], before), cast(list[Any], after)
-        identity = _identity_field(table, first_list, second_list, unstable)
+        identity = _shared_identity(table, first_list, second_list, unstable, common)
+        if identity is _UNKNOWN:
+            identity = _identity_field(table, first_list, second_list, unstable)
+        if len(first_list) == len(second_list):
+            # Same length: the records at one position are usually one object (shared by both states);
+            # only the others can differ. Matching by identity pairs the same positions when each
+            # differing position holds the same identity value on both sides.
+            moved = list(compress(range(len(first_list)), map(is_not, first_list, second_list)))
+            if identity is None:
+                return [(f"#{i}", first_list[i], second_list[i]) for i in moved]
+            if all(first_list[i][identity] == second_list[i][identity] for i in moved):
+                return [(str(first_list[i][identity]), first_list[i], second_list[i]) for i in moved]
         if identity is not None:
             old = {record[identity]: record for record in first_list}
             new = {record[identity]: record for record in second_list}
             ordered = list(old) + [value for value in new if value not in old]
-            return [(str(value), old.get(value, ABSENT), new.get(value, ABSENT)) for value in ordered]
+            return [
+                (str(value), old.get(value, ABSENT), new.get(value, ABSENT))
+                for value in ordered
+                if old.get(value, ABSENT) is not new.get(value, ABSENT)
+            ]
         size = max(len(first_list), len(second_list))
         return [
             (
@@ -189,8 +247,9 @@ def _pair_records(
 def _identity_field(
     table: str, first: list[Any], second: list[Any], unstable: Collection[tuple[str, str]]
 ) -> str | None:
+    # map/set over the records run in C: choosing the field costs little next to comparing records.
     records = first + second
-    if not records or not all(isinstance(record, dict) for record in records):
+    if not records or not all(issubclass(kind, dict) for kind in set(map(type, records))):
         return None
     dicts = cast(list[dict[str, Any]], records)
     candidates = ["id", *sorted(name for name in dicts[0] if name.endswith("_id"))]
@@ -203,9 +262,57 @@ def _identity_field(
 
 
 def _unique_scalar(records: list[Any], name: str) -> bool:
-    values = [cast(dict[str, Any], record).get(name, ABSENT) for record in records]
-    scalar = all(isinstance(value, str | int) and not isinstance(value, bool) for value in values)
-    return scalar and len(set(values)) == len(values)
+    """Every record has ``name``, a string or integer (not a bool), each value once."""
+    try:
+        values = list(map(itemgetter(name), records))
+    except KeyError:
+        return False
+    kinds = set(map(type, values))
+    return kinds <= {str, int} and len(set(values)) == len(values)
+
+
+_UNKNOWN: Any = object()
+_ANCESTORS: dict[int, tuple[list[Any], str | None, frozenset[Any]]] = {}
+"""id(list) -> (the list, its identity field, that field's values): a few shared ancestors' analyses."""
+_MAX_ANCESTORS = 16
+
+
+def _shared_identity(
+    table: str, first: list[Any], second: list[Any], unstable: Collection[tuple[str, str]], common: Any
+) -> Any:
+    """The identity field of ``first`` + ``second`` when both are ``common`` with some records replaced.
+
+    Exactly what :func:`_identity_field` would choose, or ``_UNKNOWN`` when that cannot be told cheaply:
+    then the caller works it out over every record.
+    """
+    if type(common) is not list:
+        return _UNKNOWN
+    base = cast(list[Any], common)
+    if not base or not len(base) == len(first) == len(second):
+        return _UNKNOWN
+    analysed: tuple[list[Any], str | None, frozenset[Any]] | None = _ANCESTORS.get(id(base))
+    if analysed is None or analysed[0] is not base:
+        field = _identity_field(table, base, [], unstable)
+        values: frozenset[Any] = frozenset(map(itemgetter(field), base)) if field is not None else frozenset()
+        if len(_ANCESTORS) >= _MAX_ANCESTORS:
+            _ANCESTORS.clear()
+        analysed = _ANCESTORS[id(base)] = (base, field, values)
+    _, field, values = analysed
+    # Only "id" (the first candidate) is decided here: a later candidate depends on the first record's
+    # fields and every earlier candidate failing, which is not worth tracking.
+    if field != "id" or first[0] is not base[0]:
+        return _UNKNOWN
+    for side in (first, second):
+        moved = list(compress(range(len(base)), map(is_not, side, base)))
+        replaced: list[Any] = [side[i] for i in moved]
+        # "id" holds on this side iff the replacing records carry unique scalar ids that no kept
+        # record of the ancestor carries; anything else is decided the slow way.
+        if not all(type(record) is dict for record in replaced) or not _unique_scalar(replaced, field):
+            return _UNKNOWN
+        gone: set[Any] = {base[i][field] for i in moved}
+        if not all(record[field] in gone or record[field] not in values for record in replaced):
+            return _UNKNOWN
+    return field
 
 
 def _short(value: Any, limit: int = 80) -> str:

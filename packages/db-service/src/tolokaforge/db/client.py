@@ -52,14 +52,17 @@ class StateClient(Protocol):
     async def init_trial(
         self,
         trial_id: str,
-        tables: Mapping[str, Any],
+        tables: Mapping[str, Any] | None,
         *,
+        from_state: str | None = None,
         schemas: Sequence[Mapping[str, Any]] = (),
         unstable_fields: Sequence[Mapping[str, Any]] = (),
         owner: str | None = None,
         lease_seconds: float | None = None,
     ) -> StateHashes:
-        """Create the trial at version 0. ``schemas`` are TableSchema objects, ``unstable_fields``
+        """Create the trial at version 0 from ``tables``, or (``tables`` None) from the initial state the
+        store holds under the full hash ``from_state`` (NotFoundError with ``details["from_state"]``
+        when it holds none: send the tables). ``schemas`` are TableSchema objects, ``unstable_fields``
         UnstableField objects; ``owner`` and ``lease_seconds`` (together) claim it for one runner
         incarnation. Raises ConflictError when the trial exists and is not reclaimable."""
         ...

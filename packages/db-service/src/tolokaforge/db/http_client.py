@@ -113,19 +113,20 @@ class HttpStateClient:
     async def init_trial(
         self,
         trial_id: str,
-        tables: Mapping[str, Any],
+        tables: Mapping[str, Any] | None,
         *,
+        from_state: str | None = None,
         schemas: Sequence[Mapping[str, Any]] = (),
         unstable_fields: Sequence[Mapping[str, Any]] = (),
         owner: str | None = None,
         lease_seconds: float | None = None,
     ) -> StateHashes:
         """Create the trial; the full hash comes from a second request (TrialInfo carries the stable one)."""
-        body: dict[str, Any] = {
-            "tables": tables,
-            "schemas": list(schemas),
-            "unstable_fields": list(unstable_fields),
-        }
+        body: dict[str, Any] = {"schemas": list(schemas), "unstable_fields": list(unstable_fields)}
+        if tables is not None:
+            body["tables"] = tables
+        if from_state is not None:
+            body["from_state"] = from_state
         if owner is not None or lease_seconds is not None:
             body["owner"], body["lease_seconds"] = owner, lease_seconds
         await self._call("POST", self._trial(trial_id) + "/init", body)

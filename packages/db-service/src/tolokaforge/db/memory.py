@@ -3,12 +3,18 @@
 Every method runs without awaiting, so on one event loop each call is atomic and calls on a trial
 serialize by construction. A batch builds new tables and swaps them in only when all of it succeeded.
 Snapshot, restore and reset swap one reference (and reuse the memoised hashes of the state restored).
+
+Initial states are held by their full hash while any trial starts from one (and the last few after
+that), so a trial created ``from_state`` shares its initial state -- tables, chunks, cached encodings
+and hashes -- with every other trial of the same task, at a cost independent of the state's size.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+import weakref
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tolokaforge.db.errors import ConflictError, NotFoundError
@@ -16,8 +22,12 @@ from tolokaforge.db.operations import TableChange, apply_changes
 from tolokaforge.db.record_schemas import RecordValidator
 from tolokaforge.db.state import TrialState
 from tolokaforge.db.store import Hashes, TrialInit
+from tolokaforge.db.tables import Table
 
 __all__ = ["MemoryStore"]
+
+RECENT_INITIAL_STATES = 4
+"""Initial states kept after their last trial is gone, for the next run of the same tasks."""
 
 
 @dataclass(slots=True)
@@ -46,12 +56,48 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._trials: dict[str, _Trial] = {}
+        # Every initial state a live trial started from, by full hash (and by full hash and unstable
+        # fields: those decide the stable hash); plus the few most recent.
+        self._initial: weakref.WeakValueDictionary[str, TrialState] = weakref.WeakValueDictionary()
+        self._variants: weakref.WeakValueDictionary[_Variant, TrialState] = weakref.WeakValueDictionary()
+        self._recent: OrderedDict[str, TrialState] = OrderedDict()
 
     async def start(self) -> None:
         return None
 
     async def close(self) -> None:
         self._trials.clear()
+        self._recent.clear()
+
+    def _initial_state(self, full_hash: str) -> TrialState:
+        state = self._initial.get(full_hash)
+        if state is None:
+            raise NotFoundError(
+                f"no initial state with full hash {full_hash} is held here; send the tables",
+                {"from_state": full_hash},
+            )
+        return state
+
+    def _start(self, full_hash: str, unstable: Mapping[str, frozenset[str]]) -> TrialState:
+        """The held initial state under other unstable fields, derived once and shared from then on."""
+        variant = (full_hash, _variant(unstable))
+        state = self._variants.get(variant)
+        if state is None:
+            state = self._initial_state(full_hash).with_unstable(unstable)
+            self._variants[variant] = state
+        return state
+
+    def _hold(self, state: TrialState) -> None:
+        full_hash = state.full_hash
+        self._initial.setdefault(full_hash, state)
+        self._variants.setdefault((full_hash, _variant(state.unstable)), state)
+        self._recent[full_hash] = self._initial[full_hash]
+        self._recent.move_to_end(full_hash)
+        while len(self._recent) > RECENT_INITIAL_STATES:
+            self._recent.popitem(last=False)
+
+    async def initial_tables(self, full_hash: str) -> Mapping[str, Table]:
+        return self._initial_state(full_hash).tables
 
     async def count_trials(self) -> int:
         return len(self._trials)
@@ -69,7 +115,11 @@ class MemoryStore:
             raise ConflictError(
                 _held(trial_id, existing, now), {"trial_id": trial_id, "owner": existing.owner}
             )
-        state = TrialState(dict(init.tables), dict(init.unstable))
+        if init.from_state is not None:
+            state = self._start(init.from_state, init.unstable)
+        else:
+            state = TrialState(dict(init.tables), dict(init.unstable))
+        self._hold(state)
         trial = _Trial(initial=state, current=state, validators=dict(init.validators))
         if init.owner is not None:
             trial.owner, trial.lease_seconds = init.owner, init.lease_seconds or 0.0
@@ -143,6 +193,13 @@ class MemoryStore:
         for trial in held:
             trial.lease_expires = now + trial.lease_seconds
         return len(held)
+
+
+_Variant = tuple[str, frozenset[tuple[str, str]]]
+
+
+def _variant(unstable: Mapping[str, frozenset[str]]) -> frozenset[tuple[str, str]]:
+    return frozenset((table, name) for table, names in unstable.items() for name in names)
 
 
 def _held(trial_id: str, trial: _Trial, now: float) -> str:

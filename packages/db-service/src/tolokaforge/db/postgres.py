@@ -252,6 +252,12 @@ class PostgresStore:
         entry.slot_hashes[_INITIAL] = hashes
         return hashes
 
+    async def initial_tables(self, full_hash: str) -> Mapping[str, Table]:
+        # Chunks are stored per trial, so there is nothing to share: callers send the tables.
+        raise NotFoundError(
+            "this store (postgres) holds no shared initial states; send the tables", {"from_state": full_hash}
+        )
+
     async def read_state(
         self, trial_id: str, *, stable: bool, names: Sequence[str] | None
     ) -> tuple[int, bytes]:

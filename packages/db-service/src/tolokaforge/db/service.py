@@ -10,6 +10,7 @@ as ready-encoded JSON bytes (the store's canonical encoding, which is valid JSON
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, cast
@@ -24,6 +25,7 @@ from tolokaforge.db.tables import Record, build_table
 __all__ = ["Service"]
 
 _MAX_TABLE_FILTER = 256
+_MAX_CHECKED = 1024
 
 
 def _package_version() -> str:
@@ -40,6 +42,9 @@ class Service:
         self.store = store
         self.spec = spec
         self.version = _package_version()
+        # (initial state's full hash, record schemas) already checked: a trial created from_state with
+        # the same schemas as an earlier one needs no pass over its records.
+        self._checked: set[tuple[str, str]] = set()
 
     def _trial_id(self, trial_id: str) -> None:
         self.spec.check_name("TrialId", trial_id, "trial_id")
@@ -59,18 +64,28 @@ class Service:
         self._trial_id(trial_id)
         self.spec.validate("InitRequest", body)
         request = cast(dict[str, Any], body)
-        raw_tables = cast(dict[str, Any], request["tables"])
-        for name in raw_tables:
-            self._table_name(name)
-        tables = {name: build_table(value) for name, value in raw_tables.items()}
+        from_state = cast(str | None, request.get("from_state"))
+        if from_state is not None:
+            tables = dict(await self.store.initial_tables(from_state))
+        else:
+            raw_tables = cast(dict[str, Any], request["tables"])
+            for name in raw_tables:
+                self._table_name(name)
+            tables = {name: build_table(value) for name, value in raw_tables.items()}
         schemas = cast(list[dict[str, Any]], request.get("schemas", []))
         validators = compile_schemas(schemas)
-        for name, validator in validators.items():
-            # A schema (like an unstable field) naming a table this trial lacks is inert: no batch can
-            # create a table, so it never meets a record.
-            table = tables.get(name)
-            if table is not None:
-                validator.check((record for _, record in table.located()), context="init")
+        checked = None if from_state is None else (from_state, json.dumps(schemas, sort_keys=True))
+        if checked not in self._checked:
+            for name, validator in validators.items():
+                # A schema (like an unstable field) naming a table this trial lacks is inert: no batch
+                # can create a table, so it never meets a record.
+                table = tables.get(name)
+                if table is not None:
+                    validator.check((record for _, record in table.located()), context="init")
+        if checked is not None:
+            if len(self._checked) >= _MAX_CHECKED:
+                self._checked.clear()
+            self._checked.add(checked)
         unstable: dict[str, set[str]] = {}
         for name in validators:
             self._table_name(name)
@@ -85,6 +100,7 @@ class Service:
             validators=validators,
             owner=cast(str | None, request.get("owner")),
             lease_seconds=None if lease is None else float(lease),
+            from_state=from_state,
         )
         hashes = await self.store.init_trial(trial_id, init)
         return {

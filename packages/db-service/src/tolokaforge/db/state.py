@@ -42,13 +42,21 @@ def hash_pieces(pieces: Iterable[bytes]) -> str:
 class TrialState:
     """Tables (never mutated once here) plus the fields the stable view drops from each table."""
 
-    __slots__ = ("_full_hash", "_stable_hash", "tables", "unstable")
+    __slots__ = ("__weakref__", "_full_hash", "_stable_hash", "tables", "unstable")
 
     def __init__(self, tables: Mapping[str, Table], unstable: Mapping[str, frozenset[str]]) -> None:
         self.tables: Mapping[str, Table] = tables
         self.unstable = unstable
         self._full_hash: str | None = None
         self._stable_hash: str | None = None
+
+    def with_unstable(self, unstable: Mapping[str, frozenset[str]]) -> TrialState:
+        """The same tables under other unstable fields: the full hash carries over, the stable one not."""
+        if dict(unstable) == dict(self.unstable):
+            return self
+        state = TrialState(self.tables, unstable)
+        state._full_hash = self._full_hash
+        return state
 
     def replace_tables(self, changed: Mapping[str, Table]) -> TrialState:
         """A new state with ``changed`` tables swapped in; everything else is shared."""

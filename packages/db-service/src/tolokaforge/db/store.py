@@ -26,6 +26,7 @@ class TrialInit:
     """A validated InitRequest: tables built and checked against their record schemas."""
 
     tables: Mapping[str, Table]
+    """The initial tables; for ``from_state``, the held initial state's (see :meth:`Store.initial_tables`)."""
     unstable: Mapping[str, frozenset[str]]
     schemas: Sequence[Mapping[str, Any]]
     """TableSchema objects as sent (a durable store keeps them to rebuild ``validators``)."""
@@ -34,6 +35,8 @@ class TrialInit:
     """The runner incarnation owning the trial (None: unowned, never reclaimed)."""
     lease_seconds: float | None = None
     """How long the owner's claim lasts without a renewal (set exactly when ``owner`` is)."""
+    from_state: str | None = None
+    """The full hash of the held initial state ``tables`` came from (InitRequest.from_state)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,11 @@ class Store(Protocol):
     async def init_trial(self, trial_id: str, init: TrialInit) -> Hashes:
         """Create the trial at version 0, replacing one whose lease has expired. ConflictError if it
         exists otherwise (unowned, or under a live lease)."""
+        ...
+
+    async def initial_tables(self, full_hash: str) -> Mapping[str, Table]:
+        """The tables of an initial state this store holds under its full hash, for InitRequest.from_state.
+        NotFoundError (``details.from_state``) when it holds none; a store may hold none at all."""
         ...
 
     async def read_state(

@@ -43,7 +43,7 @@ from tolokaforge.core.models import TrialSpec
 from tolokaforge.core.retry import Backoff, RetryPolicy, retry_async
 
 from .errors import ConfigError, RegistrationFailedError, RunnerUnavailableError, TrialLostError
-from .trial_spec import register_request
+from .trial_spec import TaskWires, register_request
 
 __all__ = ["RegisteredTrial", "RunnerClient", "open_runner", "parse_address"]
 
@@ -97,6 +97,10 @@ class RunnerClient:
         self.address = f"{host}:{port}"
         self._channel = Channel(host, port)
         self._stub = RunnerServiceStub(self._channel)
+        self._accepts_task_digest: bool | None = None
+        self._task_wires = TaskWires()
+        self._tasks_sent: set[str] = set()
+        """Digests of the tasks this runner has been sent (it may still have forgotten one)."""
         self._budget = transport_budget_s
         self._timeout = rpc_timeout_s
 
@@ -130,11 +134,30 @@ class RunnerClient:
             budget_s,
         )
 
+    async def _task_digests(self) -> bool:
+        """Whether the runner takes a task once for many trials (HealthCheck says so; asked once)."""
+        if self._accepts_task_digest is None:
+            try:
+                self._accepts_task_digest = (await self.health_check()).accepts_task_digest
+            except grpclib.exceptions.GRPCError:  # a runner that cannot say: the plain way
+                self._accepts_task_digest = False
+        return self._accepts_task_digest
+
     async def register(self, spec: TrialSpec) -> RegisteredTrial:
-        request = register_request(spec)
+        wire = self._task_wires.of(spec.task) if await self._task_digests() else None
+        request = register_request(
+            spec, wire, send_task=wire is not None and wire.digest not in self._tasks_sent
+        )
         response = await self._retrying(
             "RegisterTrial", lambda: self._stub.register_trial(request, timeout=self._timeout)
         )
+        if wire is not None and response.error_kind == RegistrationErrorKind.TASK_NOT_CACHED:
+            # The runner forgot the task (restarted, or evicted it): send it again, with the task.
+            self._tasks_sent.discard(wire.digest)
+            request = register_request(spec, wire, send_task=True)
+            response = await self._retrying(
+                "RegisterTrial", lambda: self._stub.register_trial(request, timeout=self._timeout)
+            )
         if not response.success and response.error_kind == RegistrationErrorKind.DUPLICATE_TRIAL:
             # A registration whose answer was lost in transit: forget it and register afresh.
             await self.cleanup(spec.trial_id)
@@ -147,6 +170,8 @@ class RunnerClient:
                 kind=response.error_kind.name or "UNSPECIFIED",
                 retryable=response.retryable,
             )
+        if wire is not None:
+            self._tasks_sent.add(wire.digest)
         schemas = tuple(response.tool_schemas)
         split = response.num_agent_tools
         return RegisteredTrial(spec.trial_id, schemas[:split], schemas[split:])

@@ -7,11 +7,14 @@ lost attempt can never confuse it with the new one.
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
+
 from tolokaforge.contracts.runner import RegisterTrialRequest
 from tolokaforge.core.models import JudgeModelConfig, TaskDescription, TrialSpec
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 
-__all__ = ["build_trial_spec", "register_request", "trial_id"]
+__all__ = ["TaskWire", "TaskWires", "build_trial_spec", "register_request", "trial_id"]
 
 
 def trial_id(task_id: str, trial_index: int, attempt: int = 0) -> str:
@@ -41,12 +44,51 @@ def build_trial_spec(
     )
 
 
-def register_request(spec: TrialSpec) -> RegisterTrialRequest:
-    """The RegisterTrial request for ``spec``, always carrying this engine's protocol version."""
+@dataclass(frozen=True, slots=True)
+class TaskWire:
+    """A task as RegisterTrial sends it once per runner: its JSON and that JSON's SHA-256."""
+
+    json: str
+    digest: str
+
+
+class TaskWires:
+    """Each task's wire form, serialised once however many trials it has."""
+
+    def __init__(self) -> None:
+        # By identity: a run's tasks are the same objects for every trial. The task is kept with its
+        # wire form so that its id() is never reused by another object while it is here.
+        self._wires: dict[int, tuple[TaskDescription, TaskWire]] = {}
+
+    def of(self, task: TaskDescription) -> TaskWire:
+        held = self._wires.get(id(task))
+        if held is None or held[0] is not task:
+            # exclude_unset: a JSONPath check knows its operator by the fields that were given, so an
+            # unset operator must not travel as an explicit null.
+            text = task.model_dump_json(exclude_unset=True)
+            held = (task, TaskWire(text, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()))
+            self._wires[id(task)] = held
+        return held[1]
+
+
+def register_request(
+    spec: TrialSpec, task: TaskWire | None = None, *, send_task: bool = True
+) -> RegisterTrialRequest:
+    """The RegisterTrial request for ``spec``, always carrying this engine's protocol version.
+
+    Without ``task``, the whole TrialSpec travels in trial_spec_json. With it (a runner that accepts
+    task digests), the task travels apart: as task_json when ``send_task``, else by its digest only.
+    """
+    if task is None:
+        return RegisterTrialRequest(
+            trial_id=spec.trial_id,
+            trial_spec_json=spec.model_dump_json(exclude_unset=True),
+            engine_protocol_version=ENGINE_PROTOCOL_VERSION,
+        )
     return RegisterTrialRequest(
         trial_id=spec.trial_id,
-        # exclude_unset: a JSONPath check knows its operator by the fields that were given, so an
-        # unset operator must not travel as an explicit null.
-        trial_spec_json=spec.model_dump_json(exclude_unset=True),
+        trial_spec_json=spec.model_dump_json(exclude_unset=True, exclude={"task"}),
         engine_protocol_version=ENGINE_PROTOCOL_VERSION,
+        task_json=task.json if send_task else "",
+        task_digest=task.digest,
     )

@@ -7,6 +7,7 @@ RunnerError                        retryable: may the same request succeed when 
 │   ├── VersionSkewError           ... VERSION_SKEW: engine_protocol_version below the runner's minimum
 │   ├── DuplicateTrialError        ... DUPLICATE_TRIAL: the trial_id is registered already
 │   ├── ToolLoadError              ... TOOL_LOAD: a tool's code, schema or server could not be loaded
+│   ├── TaskNotCachedError         ... TASK_NOT_CACHED: task_digest names no task kept here (send task_json)
 │   └── StateStoreError            ... STATE_STORE: the store refused the initial state (retryable when
 │                                  it could not be reached at all)
 ├── TrialNotFoundError             the trial is not registered (TRIAL_NOT_FOUND / "Trial '<id>' not found")
@@ -40,6 +41,7 @@ __all__ = [
     "RegistrationError",
     "RunnerError",
     "StateStoreError",
+    "TaskNotCachedError",
     "ToolFailure",
     "ToolLoadError",
     "TrialNotFoundError",
@@ -76,6 +78,14 @@ class DuplicateTrialError(RegistrationError):
 
 class ToolLoadError(RegistrationError):
     kind = RegistrationErrorKind.TOOL_LOAD
+
+
+class TaskNotCachedError(RegistrationError):
+    kind = RegistrationErrorKind.TASK_NOT_CACHED
+
+    def __init__(self, digest: str) -> None:
+        super().__init__(f"this runner keeps no task with digest {digest}; send task_json with it")
+        self.digest = digest
 
 
 class StateStoreError(RegistrationError):

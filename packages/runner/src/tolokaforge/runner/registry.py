@@ -23,10 +23,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from tolokaforge.contracts.runner import ExecutionStatus
-from tolokaforge.core.models import TaskDescription, TrialSpec, describe_validation_error
+from tolokaforge.core.models import TaskDescription, TrialSpec
 from tolokaforge.core.protocol import check_engine_protocol_version
 from tolokaforge.db import (
     ConflictError,
@@ -49,6 +47,7 @@ from .errors import (
 from .executor import ToolExecutor
 from .isolated import worker_code
 from .state.mirror import TrialMirror
+from .task_cache import KnownTask, TaskCache
 from .tools import ToolRegistry, load_python_tool
 from .tools.python_tools import WorkerTool, worker_tool
 from .tools.remote import ToolSourceSession
@@ -87,6 +86,7 @@ class TrialRegistry:
         self._db_url = db_url
         self._trials: dict[str, TrialContext] = {}
         self._pending: set[str] = set()
+        self.tasks = TaskCache()
         self._renewal: asyncio.Task[None] | None = None
 
     def start_lease_renewal(self) -> None:
@@ -123,13 +123,15 @@ class TrialRegistry:
         *,
         engine_protocol_version: int,
         default_tool_timeout_s: float,
+        task_json: str = "",
+        task_digest: str = "",
     ) -> TrialContext:
         skew = check_engine_protocol_version(engine_protocol_version)
         if skew is not None:
             raise VersionSkewError(skew)
         if not trial_id:
             raise RegistrationError("trial_id is empty")
-        spec = _parse_spec(trial_spec_json)
+        spec, known = self.tasks.resolve(trial_spec_json, task_json, task_digest)
         if spec.trial_id != trial_id:
             raise RegistrationError(
                 f"trial_id {trial_id!r} differs from the TrialSpec's trial_id {spec.trial_id!r}"
@@ -146,7 +148,7 @@ class TrialRegistry:
                 self._build_registries, spec.task
             )
             seed_workspace(workspace, code_root, spec.task.initial_state.workspace_files)
-            mirror = await self._create_state(spec)
+            mirror = await self._create_state(spec, known)
             # Servers start after the state exists: an MCP server may read its tables while starting.
             sources = await self._start_servers(
                 spec.task, trial_id, workspace, code_root, agent_tools, user_tools
@@ -159,6 +161,7 @@ class TrialRegistry:
                 agent_tools=agent_tools,
                 user_tools=user_tools,
                 mirror=mirror,
+                initial_tables=known.initial,
                 default_timeout_s=default_tool_timeout_s
                 if default_tool_timeout_s > 0
                 else spec.default_tool_timeout_s or self.default_timeout_s,
@@ -173,6 +176,7 @@ class TrialRegistry:
                 # Golden replay starts from the initialised state, not from the raw tables.
                 await self.client.create_snapshot(trial_id, INITIALIZED_SNAPSHOT)
                 trial.has_initialized_snapshot = True
+                trial.initialized_tables = mirror.share()
         except BaseException:
             if trial is not None:
                 await self.executor.release(trial)
@@ -201,7 +205,7 @@ class TrialRegistry:
         trial = self.get(trial_id)
         async with trial.lock:
             hashes = await self.client.reset(trial_id)
-            await trial.mirror.reload()
+            trial.mirror.start_from(trial.initial_tables, hashes.version)
             # A server keeping its tables in-process gets the initial state too; the workspace its files.
             await push_state(trial.sources, trial.mirror.tables)
             if trial.workspace is not None:
@@ -329,18 +333,22 @@ class TrialRegistry:
             raise RegistrationError("this runner has no DB service URL to give an MCP server")
         return await self._db_url()
 
-    async def _create_state(self, spec: TrialSpec) -> TrialMirror:
+    async def _create_state(self, spec: TrialSpec, known: KnownTask) -> TrialMirror:
         initial = spec.task.initial_state
         try:
-            return await TrialMirror.create(
+            mirror = await TrialMirror.create(
                 spec.trial_id,
                 self.client,
-                initial.tables,
+                known.initial,
+                full_hash=known.full_hash,
                 schemas=[schema.model_dump() for schema in initial.schemas],
                 unstable_fields=[field.model_dump(exclude_none=True) for field in initial.unstable_fields],
                 owner=self.owner,
                 lease_seconds=self.lease_seconds,
             )
+            if known.full_hash is None:
+                known.full_hash = (await self.client.get_hashes(spec.trial_id)).full_hash
+            return mirror
         except ConflictError as error:
             # Held under another runner's live lease: registrable once that lease runs out.
             raise StateStoreError(
@@ -365,10 +373,3 @@ class TrialRegistry:
 async def _stop_sources(sources: list[ToolSourceSession]) -> None:
     for source in sources:
         await source.cleanup()
-
-
-def _parse_spec(trial_spec_json: str) -> TrialSpec:
-    try:
-        return TrialSpec.model_validate_json(trial_spec_json)
-    except ValidationError as error:
-        raise RegistrationError(f"invalid TrialSpec: {describe_validation_error(error)}") from error

@@ -79,6 +79,8 @@ class RunnerServicer(RunnerServiceBase):
                 message.trial_spec_json,
                 engine_protocol_version=message.engine_protocol_version,
                 default_tool_timeout_s=message.default_tool_timeout_s,
+                task_json=message.task_json,
+                task_digest=message.task_digest,
             )
         except RegistrationError as error:
             return RegisterTrialResponse(
@@ -227,6 +229,7 @@ class RunnerServicer(RunnerServiceBase):
             num_active_trials=len(self.registry),
             db_service_connected=connected,
             available_adapters=["tau_sync", "mcp", "provider", *isolation],
+            accepts_task_digest=True,
         )
 
 

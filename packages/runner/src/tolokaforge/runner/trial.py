@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tolokaforge.core.models import TrialSpec
 from tolokaforge.core.transcript.recorded import RecordedToolCall
@@ -28,8 +29,12 @@ class TrialContext:
     user_tools: ToolRegistry
     mirror: TrialMirror
     default_timeout_s: float
+    initial_tables: dict[str, Any] = field(default_factory=lambda: {})
+    """The task's initial tables, shared with every trial of the task: never changed in place."""
     history: list[RecordedToolCall] = field(default_factory=lambda: [])
     has_initialized_snapshot: bool = False
+    initialized_tables: dict[str, Any] | None = None
+    """The tables right after the initialization actions (the store's INITIALIZED snapshot), shared."""
     code_root: Path | None = None
     """Where the task's code bundle lives on this runner (custom checks are found there)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -47,6 +52,11 @@ class TrialContext:
     @property
     def trial_id(self) -> str:
         return self.spec.trial_id
+
+    @property
+    def start_tables(self) -> dict[str, Any]:
+        """Where golden replay starts: the initialised tables, or the initial ones."""
+        return self.initial_tables if self.initialized_tables is None else self.initialized_tables
 
     def registry(self, executor: str) -> ToolRegistry | None:
         return {"agent": self.agent_tools, "user": self.user_tools}.get(executor)

@@ -99,26 +99,6 @@ class TableSchema(BaseModel):
     """
 
 
-class InitRequest(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    tables: Tables
-    schemas: list[TableSchema] | None = None
-    """
-    At most one entry per table_name; a table declared twice answers 422.
-    """
-    unstable_fields: list[UnstableField] | None = None
-    owner: OwnerId | None = None
-    """
-    The runner incarnation that owns the trial (see Ownership above); requires lease_seconds.
-    """
-    lease_seconds: Annotated[float | None, Field(gt=0.0, le=86400.0)] = None
-    """
-    How long the owner's claim lasts without a renewal.
-    """
-
-
 class StateResponse(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -300,6 +280,39 @@ class Error(BaseModel):
     error: ErrorCode
     message: str
     details: dict[str, Any]
+
+
+class InitRequest(BaseModel):
+    """
+    The initial state is given either whole (`tables`) or by reference (`from_state`): the
+    `full_hash` of an initial state this service already holds, because a trial it holds (or held
+    recently) was created from it. A reference costs the same whatever the state's size; a
+    reference the service does not hold answers 404 with `details.from_state`, and the caller sends
+    the tables instead. Exactly one of the two is given.
+
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    tables: Tables | None = None
+    from_state: Sha256Hex | None = None
+    """
+    The `full_hash` of an initial state held here (see above).
+    """
+    schemas: list[TableSchema] | None = None
+    """
+    At most one entry per table_name; a table declared twice answers 422.
+    """
+    unstable_fields: list[UnstableField] | None = None
+    owner: OwnerId | None = None
+    """
+    The runner incarnation that owns the trial (see Ownership above); requires lease_seconds.
+    """
+    lease_seconds: Annotated[float | None, Field(gt=0.0, le=86400.0)] = None
+    """
+    How long the owner's claim lasts without a renewal.
+    """
 
 
 class TrialInfo(BaseModel):

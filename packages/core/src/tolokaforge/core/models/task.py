@@ -6,9 +6,9 @@ RegisterTrial. Grading configuration lives in :mod:`tolokaforge.core.models.grad
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ._base import SpecModel
 from .grading import GradingConfig
@@ -124,13 +124,36 @@ class InitializationAction(SpecModel):
 
 
 class InitialState(SpecModel):
-    tables: dict[str, list[dict[str, Any]] | dict[str, dict[str, Any]]] = {}
+    tables: dict[str, Any] = {}
+    """Each table a list of records or an object mapping keys to records; a record is a JSON object.
+
+    Checked by :meth:`_table_shapes` rather than by a typed union, which would rebuild every record
+    of a large state (the records are taken as parsed, never copied)."""
     schemas: list[TableSchemaSpec] = []
     unstable_fields: list[UnstableField] = []
     initialization_actions: list[InitializationAction] = []
     workspace_files: dict[str, str] = {}
     """The files the trial's workspace starts with (again after ResetTrial): workspace path -> path of
     a file in the task's code. Both are relative POSIX paths that stay inside their roots."""
+
+    @field_validator("tables")
+    @classmethod
+    def _table_shapes(cls, tables: dict[str, Any]) -> dict[str, Any]:
+        for name, table in tables.items():
+            if type(table) is dict:
+                records = cast(dict[str, Any], table).values()
+            elif type(table) is list:
+                records = cast(list[Any], table)
+            else:
+                raise ValueError(
+                    f"table {name!r} must be a list of records or an object of records, not {type(table).__name__}"
+                )
+            # map/set run in C: checking 100k records costs milliseconds.
+            kinds = set(map(type, records))
+            if not kinds <= {dict}:
+                found = ", ".join(sorted(kind.__name__ for kind in kinds - {dict}))
+                raise ValueError(f"table {name!r}: every record must be a JSON object (found {found})")
+        return tables
 
     @model_validator(mode="after")
     def _relative_workspace_paths(self) -> InitialState:

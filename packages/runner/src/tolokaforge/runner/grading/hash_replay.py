@@ -1,7 +1,7 @@
 """Hash grading: replay the golden path on fresh state and compare stable hashes.
 
 snapshot -> reset to the initial state -> replay golden actions through the trial's own tools ->
-stable hash -> restore -> compare with the trial's stable hash. The snapshot is deleted afterwards,
+stable hash -> restore -> compare with the trial's stable hash (and diff the two states on a mismatch). The snapshot is deleted afterwards,
 so grading the same trial twice finds the store as it left it the first time.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tolokaforge.contracts.runner import ExecutionStatus
@@ -32,25 +32,31 @@ PRE_GOLDEN_SNAPSHOT = "tolokaforge.pre_golden"
 async def grade_hash(
     trial: TrialContext, executor: ToolExecutor, actions: Sequence[GoldenAction], resolved: Sequence[str]
 ) -> ComponentResult:
-    """The hash verdict (1.0 match / 0.0 mismatch) with the state diff on a mismatch."""
+    """The hash verdict (1.0 match / 0.0 mismatch) with the state diff on a mismatch.
+
+    The mirror makes this cost what the trial and the golden path changed: the trial's tables are set
+    aside (not copied), the replay starts from the task's shared initial tables (not a reload), and a
+    mismatch is explained by diffing the two mirrors, whose untouched tables and records are the same
+    objects. A mirror out of step with the store (a foreign write) falls back to reading the store.
+    """
     client = trial.mirror.client
     trial_id = trial.trial_id
     async with trial.lock:
-        trial_hash = (await client.get_hashes(trial_id)).stable_hash
+        await trial.mirror.refresh()
+        trial_hashes = await client.get_hashes(trial_id)
         # A snapshot left by a grading that died half-way would make create() answer 409.
         with contextlib.suppress(NotFoundError):
             await client.delete_snapshot(trial_id, PRE_GOLDEN_SNAPSHOT)
         snapshot_version = await client.create_snapshot(trial_id, PRE_GOLDEN_SNAPSHOT)
-        # The mirror in step with the snapshot is set aside and put back after the restore, instead of
-        # being reloaded from the store (O(state)). Out of step (a foreign write), reload as before.
         saved = trial.mirror.set_aside() if snapshot_version == trial.mirror.version else None
-        golden_state: dict[str, Any] | None = None
+        golden_state: Mapping[str, Any] | None = None
+        golden_from_mirror = False
         try:
             if trial.has_initialized_snapshot:
-                await client.restore_snapshot(trial_id, INITIALIZED_SNAPSHOT)
+                start = await client.restore_snapshot(trial_id, INITIALIZED_SNAPSHOT)
             else:
-                await client.reset(trial_id)
-            await trial.mirror.reload()
+                start = await client.reset(trial_id)
+            trial.mirror.start_from(trial.start_tables, start.version)
             await push_state(trial.sources, trial.mirror.tables)
             for index, (name, action) in enumerate(zip(resolved, actions, strict=True)):
                 outcome = await executor.call_locked(
@@ -64,9 +70,12 @@ async def grade_hash(
                 if outcome.status != ExecutionStatus.SUCCESS:
                     why = outcome.failure.message if outcome.failure else outcome.status.name
                     raise HashGradingFailed(f"golden action [{index}] {name} failed to replay: {why}")
-            golden_hash = (await client.get_hashes(trial_id)).stable_hash
-            if golden_hash != trial_hash:
-                golden_state = (await client.get_state(trial_id, stable=True)).tables
+            golden = await client.get_hashes(trial_id)
+            if golden.stable_hash != trial_hashes.stable_hash:
+                if golden.version == trial.mirror.version and not trial.mirror.stale:
+                    golden_state, golden_from_mirror = trial.mirror.share(), True
+                else:
+                    golden_state = (await client.get_state(trial_id)).tables
         finally:
             restored = await client.restore_snapshot(trial_id, PRE_GOLDEN_SNAPSHOT)
             await client.delete_snapshot(trial_id, PRE_GOLDEN_SNAPSHOT)
@@ -77,9 +86,13 @@ async def grade_hash(
             await push_state(trial.sources, trial.mirror.tables)
         if golden_state is None:
             return ComponentResult("hash", 1.0, "State: hash match")
-        trial_state = (await client.get_state(trial_id, stable=True)).tables
+        shared = saved is not None and golden_from_mirror
+        trial_state = trial.mirror.share() if saved is not None else (await client.get_state(trial_id)).tables
     unstable = {(f.table_name, f.field_name) for f in trial.spec.task.initial_state.unstable_fields}
-    diff = diff_states(golden_state, trial_state, unstable)
+    # Both states share the records of the replay's starting point: the diff looks only at the others.
+    diff = diff_states(
+        golden_state, trial_state, unstable, stable=True, common=trial.start_tables if shared else None
+    )
     # Stable states whose hashes differ always differ somewhere; "hash mismatch" is the honest fallback.
     summary = diff.summary() if diff else "hash mismatch"
     return ComponentResult("hash", 0.0, f"State: {summary}", extra={"state_diff": diff.to_json()})

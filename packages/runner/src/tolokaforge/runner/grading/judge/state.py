@@ -1,10 +1,11 @@
 """What the judge sees of the trial's state: the initial->final diff and read-only tools over the final state.
 
-The final state is read from the store once, before the judge starts; the tools answer from that
-private copy, so nothing the judge calls can reach the trial's tables. The initial state is the spec's
-tables, or, when initialization actions ran, the snapshot taken after them: reading that one restores it
-for a moment (snapshot, restore, read, restore the snapshot) under the trial's lock, as hash grading's
-replay does, and leaves the trial's stable hash as it was.
+The final state is the runner's mirror of the trial, taken as it is when the judge starts (shared:
+the mirror copies a table before any later change to it), and the initial state the task's shared
+initial tables, or the ones right after the initialization actions; the judge's tools only read them.
+Only a mirror out of step with the store (a foreign write) makes this read the store instead: the final
+state once, and the initialised one by restoring its snapshot for a moment (snapshot, restore, read,
+restore the snapshot) under the trial's lock, as hash grading's replay does.
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ async def read_states(trial: TrialContext) -> tuple[Mapping[str, Any], dict[str,
     client = trial.mirror.client
     trial_id = trial.trial_id
     async with trial.lock:
+        await trial.mirror.refresh()
+        if (await client.get_hashes(trial_id)).version == trial.mirror.version:
+            # The mirror is the store's state: share its tables (the trial's next change copies what it
+            # touches) instead of reading and parsing the whole state.
+            return trial.start_tables, trial.mirror.share()
         final = (await client.get_state(trial_id)).tables
         if not trial.has_initialized_snapshot:
             return trial.spec.task.initial_state.tables, final
@@ -72,7 +78,7 @@ def render_diff(initial: Mapping[str, Any], final: Mapping[str, Any]) -> str:
     before = {name: initial[name] for name in changed if name in initial}
     after = {name: final[name] for name in changed if name in final}
     lines: list[str] = []
-    for change in diff_states(before, after).differences:
+    for change in diff_states(before, after, common=initial).differences:
         if change.kind == "added":
             lines.append(f"+ {change.where} added: {_shown(change.actual)}")
         elif change.kind == "removed":

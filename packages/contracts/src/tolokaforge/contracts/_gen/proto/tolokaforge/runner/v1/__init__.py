@@ -221,6 +221,11 @@ class RegistrationErrorKind(betterproto2.Enum):
     The state store refused the initial state, or could not be reached.
     """
 
+    TASK_NOT_CACHED = 6
+    """
+    task_digest named a task this runner does not keep: send the request again with task_json.
+    """
+
     @classmethod
     def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
         return {
@@ -230,6 +235,7 @@ class RegistrationErrorKind(betterproto2.Enum):
             3: "REGISTRATION_ERROR_KIND_DUPLICATE_TRIAL",
             4: "REGISTRATION_ERROR_KIND_TOOL_LOAD",
             5: "REGISTRATION_ERROR_KIND_STATE_STORE",
+            6: "REGISTRATION_ERROR_KIND_TASK_NOT_CACHED",
         }
 
     @classmethod
@@ -241,6 +247,7 @@ class RegistrationErrorKind(betterproto2.Enum):
             "REGISTRATION_ERROR_KIND_DUPLICATE_TRIAL": 3,
             "REGISTRATION_ERROR_KIND_TOOL_LOAD": 4,
             "REGISTRATION_ERROR_KIND_STATE_STORE": 5,
+            "REGISTRATION_ERROR_KIND_TASK_NOT_CACHED": 6,
         }
 
 
@@ -640,6 +647,11 @@ class HealthCheckResponse(betterproto2.Message):
     Available tool adapters.
     """
 
+    accepts_task_digest: "bool" = betterproto2.field(6, betterproto2.TYPE_BOOL)
+    """
+    Whether RegisterTrialRequest.task_json / task_digest are understood (a task sent once per runner).
+    """
+
 
 default_message_pool.register_message("tolokaforge.runner.v1", "HealthCheckResponse", HealthCheckResponse)
 
@@ -706,6 +718,21 @@ class RegisterTrialRequest(betterproto2.Message):
     """
     Wire-protocol version the calling engine speaks. RegisterTrial fails when it is below the
     version the runner requires, so an engine/image skew aborts before any tokens are spent.
+    """
+
+    task_json: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    """
+    Sending a task once for many trials (runners whose HealthCheck answers accepts_task_digest).
+    With task_digest set, trial_spec_json is the TrialSpec without its "task" member, and the task
+    is task_json when that is given (its UTF-8 bytes must hash to task_digest; the runner keeps it
+    under that digest), else the task the runner keeps under task_digest; a runner keeping none
+    answers REGISTRATION_ERROR_KIND_TASK_NOT_CACHED and the caller sends task_json. Without
+    task_digest, trial_spec_json carries the whole TrialSpec as before and task_json must be empty.
+    """
+
+    task_digest: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+    """
+    Lowercase hex SHA-256 of task_json's UTF-8 bytes.
     """
 
 

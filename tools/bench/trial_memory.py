@@ -1,0 +1,108 @@
+"""Benchmark: the memory of 64 concurrent trials of one big task, beside the memory of one.
+
+    uv run python tools/bench/trial_memory.py [--records 100000] [--trials 64] [--isolation process]
+
+A runner in another process (``tolokaforge-runner --store memory``), one task whose state is one table
+of ``--records`` records. The task is sent once (task_json + digest), then every trial registers by
+digest and makes one write (``touch``), so each has a tool worker (isolated mode) and a table of its
+own to change. Printed, after 1 trial and after ``--trials`` trials: the runner's RSS, the unique set
+size (USS: memory no other process shares) summed over its descendants (tool workers, zygotes), and
+their total -- the memory the trials cost the machine. The bound (issue #20): the total for
+``--trials`` trials within 2x the total for one. The floor is the runner before any trial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import psutil
+from grpclib.client import Channel
+from register_grade import free_port, register, register_by_digest, task, touch
+from runner_calls import TOOLS
+
+from tolokaforge.contracts.runner import CleanupTrialRequest, RunnerServiceStub
+
+MIB = 1024 * 1024
+
+
+def footprint(pid: int) -> tuple[float, float]:
+    """(runner RSS, summed USS of its descendants), MiB."""
+    runner = psutil.Process(pid)
+    rss = runner.memory_info().rss / MIB
+    unique = 0.0
+    for child in runner.children(recursive=True):
+        try:
+            unique += child.memory_full_info().uss / MIB
+        except psutil.Error:  # a worker that ended meanwhile
+            continue
+    return rss, unique
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--trials", type=int, default=64)
+    parser.add_argument("--isolation", choices=("process", "thread"), default="process")
+    args = parser.parse_args()
+    executable = shutil.which("tolokaforge-runner")
+    if executable is None:
+        raise SystemExit("tolokaforge-runner is not on PATH (run under `uv run`)")
+    with tempfile.TemporaryDirectory(prefix="tf-bench-") as scratch:
+        code = Path(scratch)
+        (code / "tools.py").write_text(TOOLS)
+        port = free_port()
+        process = await asyncio.create_subprocess_exec(
+            executable,
+            "--port",
+            str(port),
+            "--store",
+            "memory",
+            "--isolation",
+            args.isolation,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        assert process.stdout is not None
+        await asyncio.wait_for(process.stdout.readline(), timeout=60)
+        channel = Channel("127.0.0.1", port)
+        stub = RunnerServiceStub(channel)
+        try:
+            the_task = task(code, args.records)
+            task_json = json.dumps(the_task)
+            digest = hashlib.sha256(task_json.encode()).hexdigest()
+            base_rss, base_uss = footprint(process.pid)
+            ids = [f"{the_task['task_id']}:{index}" for index in range(args.trials)]
+            await register(stub, ids[0], json.dumps({"trial_id": ids[0]}), task_json, digest)
+            await touch(stub, ids[0], 0)
+            one_rss, one_uss = footprint(process.pid)
+            for trial_id in ids[1:]:
+                await register_by_digest(stub, trial_id, digest)
+            await asyncio.gather(*(touch(stub, trial_id, n) for n, trial_id in enumerate(ids[1:], 1)))
+            many_rss, many_uss = footprint(process.pid)
+            print(f"{args.records} records, isolation {args.isolation}; MiB")
+            print(f"{'':>16}{'runner RSS':>12}{'workers USS':>13}{'total':>10}{'above floor':>13}")
+            base = base_rss + base_uss
+            for label, rss, uss in (
+                ("floor (0 trials)", base_rss, base_uss),
+                ("1 trial", one_rss, one_uss),
+                (f"{args.trials} trials", many_rss, many_uss),
+            ):
+                print(f"{label:>16}{rss:>12.1f}{uss:>13.1f}{rss + uss:>10.1f}{rss + uss - base:>13.1f}")
+            ratio = (many_rss + many_uss) / (one_rss + one_uss)
+            print(f"total for {args.trials} trials / total for 1: {ratio:.2f}x (bound: 2x)")
+            for trial_id in ids:
+                await stub.cleanup_trial(CleanupTrialRequest(trial_id=trial_id))
+        finally:
+            channel.close()
+            process.terminate()
+            await process.wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..process.sandbox import Limits, scrubbed_env
 from ..process.supervisor import Supervised
-from .code import STARTUP_DEADLINE_S, WorkerCode
+from .code import STARTUP_DEADLINE_S, WorkerBase, WorkerCode
 from .frames import FrameError, decode_reply, encode_request, reply_length
 
 if TYPE_CHECKING:
@@ -101,15 +101,29 @@ class ToolWorker:
         limits: Limits,
         env: Mapping[str, str],
         zygotes: Zygotes | None = None,
+        base: WorkerBase | None = None,
     ) -> ToolWorker:
-        """A worker forked from ``code``'s zygote when one serves, else a freshly spawned interpreter."""
-        init = _init(code, tables, workspace)
+        """A worker forked from ``code``'s zygote when one serves, else a freshly spawned interpreter.
+
+        With ``base``, a forked worker starts from the zygote's copy of the task's initial tables and
+        is sent only the tables its trial changed; a spawned one is always sent every table.
+        """
         if zygotes is not None:
+            sent = tables if base is None else base.overlay(tables)
             worker = await cls._fork(
-                zygotes, code, init, tables, version, workspace=workspace, log_path=log_path, env=env
+                zygotes,
+                code,
+                _init(code, sent, workspace, base=base),
+                tables,
+                version,
+                workspace=workspace,
+                log_path=log_path,
+                env=env,
+                base=base,
             )
             if worker is not None:
                 return worker
+        init = _init(code, tables, workspace)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("ab") as log_file:
             spawned = await Supervised.spawn(
@@ -144,13 +158,16 @@ class ToolWorker:
         workspace: Path,
         log_path: Path,
         env: Mapping[str, str],
+        base: WorkerBase | None,
     ) -> ToolWorker | None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         replies, requests = await asyncio.open_unix_connection(sock=ours)
         # Written before the fork is asked for: the worker finds its tables waiting, one round trip sooner.
         requests.write(init)
         try:
-            child = await zygotes.fork(code, conn=theirs, workspace=workspace, env=env, log_path=log_path)
+            child = await zygotes.fork(
+                code, conn=theirs, workspace=workspace, env=env, log_path=log_path, base=base
+            )
         except BaseException:
             requests.close()
             raise
@@ -240,16 +257,20 @@ class ToolWorker:
         self._stdin.close()
 
 
-def _init(code: WorkerCode, tables: dict[str, Any], workspace: Path) -> bytes:
-    return encode_request(
-        {
-            "root": str(code.root),
-            "package": code.package,
-            "tools": code.tools,
-            "tables": tables,
-            "workspace": str(workspace),
-        }
-    )
+def _init(
+    code: WorkerCode, tables: dict[str, Any], workspace: Path, *, base: WorkerBase | None = None
+) -> bytes:
+    """The init frame: the tables a worker starts from (over its zygote's copy of ``base``, if given)."""
+    init: dict[str, Any] = {
+        "root": str(code.root),
+        "package": code.package,
+        "tools": code.tools,
+        "tables": tables,
+        "workspace": str(workspace),
+    }
+    if base is not None:
+        init["base"] = base.full_hash
+    return encode_request(init)
 
 
 def _describe_exit(code: int | None) -> str:

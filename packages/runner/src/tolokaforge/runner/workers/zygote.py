@@ -30,7 +30,8 @@ import signal
 import socket
 import sys
 import traceback
-from typing import Any
+from collections import OrderedDict
+from typing import Any, cast
 
 from tolokaforge.runner.process.sandbox import Limits, apply, die_with_parent, limit_cpu
 
@@ -38,6 +39,8 @@ from .child import import_tools, register_package, serve
 from .frames import read_request
 
 _INIT_BYTES = 1 << 20
+_BASES = 4
+"""Initial states a zygote holds at most (the least recently forked from goes first)."""
 _REQUEST_BYTES = 1 << 16
 """A fork request's limit: a workspace path and an environment (a larger one is refused, not truncated)."""
 
@@ -68,6 +71,7 @@ def main() -> None:
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     _send(control, {"ready": True, "pid": os.getpid()})
     live: set[int] = set()
+    bases: OrderedDict[str, dict[str, Any]] = OrderedDict()
     try:
         while True:
             readable, _, _ = select.select([control, wake_read], [], [])
@@ -83,7 +87,9 @@ def main() -> None:
                 try:
                     if "fork" not in request or len(fds) != 2:
                         raise ValueError("the request was too large or carried no socket")
-                    pid = _fork(request, fds, report, limits)
+                    if "base" in request:
+                        _hold(bases, str(request["base"]), str(request["base_file"]))
+                    pid = _fork(request, fds, report, limits, bases)
                 except (OSError, ValueError) as error:  # no process to be had: the runner spawns instead
                     _send(control, {"forked": request.get("fork", -1), "error": str(error)})
                 else:
@@ -97,11 +103,28 @@ def main() -> None:
             _kill_group(pid)
 
 
+def _hold(bases: OrderedDict[str, dict[str, Any]], full_hash: str, file: str) -> None:
+    """Hold the initial state ``full_hash``, read from ``file`` unless held already."""
+    if full_hash in bases:
+        bases.move_to_end(full_hash)
+        return
+    with open(file, "rb") as source:
+        tables = json.load(source)
+    if not isinstance(tables, dict):
+        raise ValueError(f"{file} does not hold tables")
+    bases[full_hash] = cast(dict[str, Any], tables)
+    while len(bases) > _BASES:
+        bases.popitem(last=False)
+    # Like the imported modules: kept off the collector's pages, so forked workers share them.
+    gc.freeze()
+
+
 def _fork(
     request: dict[str, Any],
     fds: list[int],
     report: dict[str, str],
     limits: Limits,
+    bases: OrderedDict[str, dict[str, Any]],
 ) -> int:
     conn, log = fds
     sys.stdout.flush()
@@ -110,7 +133,7 @@ def _fork(
     if pid == 0:
         code = 1
         try:
-            _become_worker(request, conn, log, report, limits)
+            _become_worker(request, conn, log, report, limits, bases)
             code = 0
         except BaseException:  # the worker's own failure: to its log, and out
             traceback.print_exc()
@@ -127,6 +150,7 @@ def _become_worker(
     log: int,
     report: dict[str, str],
     limits: Limits,
+    bases: OrderedDict[str, dict[str, Any]],
 ) -> None:
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -153,7 +177,12 @@ def _become_worker(
         return
     # The modules are imported already: this finds the trial's classes, and says which are missing.
     tools, problems = import_tools(init["root"], init["package"], init["tools"])
-    serve(conn, conn, init["tables"], tools, {"ok": True, "limits": limits_report, "problems": problems})
+    tables: dict[str, Any] = init["tables"]
+    if "base" in init:
+        # The zygote's copy of the initial state, under the tables the trial changed since. The
+        # worker's own changes go to its copy-on-write pages, never the zygote's.
+        tables = {**bases[init["base"]], **tables}
+    serve(conn, conn, tables, tools, {"ok": True, "limits": limits_report, "problems": problems})
 
 
 def _reap(control: socket.socket, live: set[int]) -> None:

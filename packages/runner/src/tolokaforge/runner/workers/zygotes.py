@@ -32,7 +32,7 @@ from typing import Any, cast
 from ..process.forked import ForkedChild
 from ..process.sandbox import Limits, scrubbed_env
 from ..process.supervisor import Supervised
-from .code import STARTUP_DEADLINE_S, WorkerCode
+from .code import STARTUP_DEADLINE_S, WorkerBase, WorkerCode
 
 __all__ = ["IDLE_S", "Zygotes"]
 
@@ -134,9 +134,15 @@ class Zygote:
         return len(self._children)
 
     async def fork(
-        self, conn: socket.socket, workspace: Path, env: Mapping[str, str], log_fd: int
+        self,
+        conn: socket.socket,
+        workspace: Path,
+        env: Mapping[str, str],
+        log_fd: int,
+        base: WorkerBase | None = None,
     ) -> ForkedChild:
-        """A fresh worker in ``workspace`` speaking over ``conn``; raises ZygoteGone or ForkRefused."""
+        """A fresh worker in ``workspace`` speaking over ``conn``, starting from ``base`` (which the
+        zygote reads from its file the first time); raises ZygoteGone or ForkRefused."""
         if not self.alive:
             raise ZygoteGone("the zygote has exited")
         self.last_used = time.monotonic()
@@ -144,7 +150,10 @@ class Zygote:
         answer: asyncio.Future[ForkedChild] = asyncio.get_running_loop().create_future()
         self._pending[ident] = answer
         try:
-            message = json.dumps({"fork": ident, "workspace": str(workspace), "env": dict(env)}).encode()
+            request: dict[str, Any] = {"fork": ident, "workspace": str(workspace), "env": dict(env)}
+            if base is not None:
+                request["base"], request["base_file"] = base.full_hash, str(base.file)
+            message = json.dumps(request).encode()
             await self._send(message, [conn.fileno(), log_fd])
             async with asyncio.timeout(_FORK_DEADLINE_S):
                 return await answer
@@ -252,6 +261,7 @@ class Zygotes:
         workspace: Path,
         env: Mapping[str, str],
         log_path: Path,
+        base: WorkerBase | None = None,
     ) -> ForkedChild | None:
         """A worker forked from ``code``'s zygote (started if needed) to speak over ``conn``, or None: spawn it instead."""
         key = code_key(code, self.limits)
@@ -262,7 +272,7 @@ class Zygotes:
         with log_path.open("ab") as log_file:
             try:
                 return await zygote.fork(
-                    conn, workspace, scrubbed_env(dict(env), home=str(workspace)), log_file.fileno()
+                    conn, workspace, scrubbed_env(dict(env), home=str(workspace)), log_file.fileno(), base
                 )
             except ForkRefused as error:
                 log.warning("zygote %s: %s; spawning the worker instead", zygote.pid, error)

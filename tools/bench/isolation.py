@@ -148,7 +148,9 @@ async def _idle_rss(code: Path, trials: int, records: int) -> tuple[float, float
     try:
         for trial in range(trials):
             await _register(stub, trial, code, records)
-        workers = [p for p in me.children(recursive=True)]
+        # Forked workers are the zygote's children; the zygote itself (one per code) is not a trial's.
+        zygotes = {p.pid for p in me.children() if "workers.zygote" in " ".join(p.cmdline())}
+        workers = [p for p in me.children(recursive=True) if p.pid not in zygotes]
         rss = statistics.mean(p.memory_info().rss for p in workers) / 2**20
         uss = statistics.mean(p.memory_full_info().uss for p in workers) / 2**20
         gc.collect()

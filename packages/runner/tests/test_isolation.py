@@ -34,7 +34,7 @@ from .conftest import FIXTURES, make_spec, register_request
 STRING = {"type": "string"}
 
 
-def _tool(
+def hostile_tool(
     name: str, class_name: str, properties: dict[str, Any], *, timeout_s: float | None = None
 ) -> dict[str, Any]:
     tool: dict[str, Any] = {
@@ -49,12 +49,12 @@ def _tool(
 
 
 HOSTILE_TOOLS = [
-    _tool("echo", "Echo", {"text": STRING}),
-    _tool("count", "Count", {}),
-    _tool("add_note", "AddNote", {"text": STRING}),
-    _tool("misbehave", "Misbehave", {"how": STRING}, timeout_s=1.0),
-    _tool("fork_linger", "ForkLinger", {}),
-    _tool("probe", "Probe", {"what": STRING, "arg": STRING}),
+    hostile_tool("echo", "Echo", {"text": STRING}),
+    hostile_tool("count", "Count", {}),
+    hostile_tool("add_note", "AddNote", {"text": STRING}),
+    hostile_tool("misbehave", "Misbehave", {"how": STRING}, timeout_s=1.0),
+    hostile_tool("fork_linger", "ForkLinger", {}),
+    hostile_tool("probe", "Probe", {"what": STRING, "arg": STRING}),
 ]
 
 

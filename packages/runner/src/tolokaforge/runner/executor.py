@@ -84,9 +84,12 @@ class ToolExecutor:
         isolation: Isolation = "process",
         limits: Limits | None = None,
         log_dir: Path | None = None,
+        fork_server: bool = True,
     ) -> None:
         self.isolation: Isolation = isolation
-        self.isolated = IsolatedRunner(limits or Limits(), log_dir or Path("logs"))
+        self.isolated = IsolatedRunner(
+            limits or Limits(), log_dir or Path("logs"), fork_server=fork_server and isolation == "process"
+        )
         # Sized well above the core count: threads mostly wait (I/O, sleeps). Only trusted mode uses them.
         self.threads = ThreadRunner(max_workers) if isolation == "thread" else None
         self._conflict_locks = KeyedLocks()
@@ -94,6 +97,11 @@ class ToolExecutor:
     def shutdown(self) -> None:
         if self.threads is not None:
             self.threads.shutdown()
+
+    async def close(self) -> None:
+        """Stop the zygotes and the thread pool (runner shutdown, after every trial was released)."""
+        await self.isolated.close()
+        self.shutdown()
 
     async def prepare(self, trial: TrialContext) -> None:
         """Ready a newly registered trial's python tools (isolated mode: start its worker)."""

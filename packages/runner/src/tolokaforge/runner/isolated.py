@@ -9,10 +9,15 @@ mirror, which is in step with the store.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import os
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
+
+import orjson
 
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
@@ -22,10 +27,14 @@ from .process.sandbox import Limits
 from .process.supervisor import probe_limits
 from .tools.python_tools import WorkerTool
 from .trial import TrialContext
+from .workers.code import WorkerBase
 from .workers.slots import TrialWorkers
 from .workers.worker import ToolWorker, WorkerCode, WorkerCrashed, WorkerError, WorkerTimeout
+from .workers.zygotes import Zygotes
 
 __all__ = ["IsolatedRunner"]
+
+log = logging.getLogger(__name__)
 
 Commit = Callable[[TrialContext, list[dict[str, Any]]], Awaitable[None]]
 
@@ -37,11 +46,20 @@ _CATEGORIES = {
 
 
 class IsolatedRunner:
-    def __init__(self, limits: Limits, log_dir: Path) -> None:
+    def __init__(self, limits: Limits, log_dir: Path, *, fork_server: bool = True) -> None:
         self.limits = limits
         self.log_dir = log_dir
         self.last_report: dict[str, str] = {}
         """What held in the last worker started (sandbox.apply's report)."""
+        self.zygotes = Zygotes(limits, log_dir.parent / "zygotes", log_dir) if fork_server else None
+        """Workers are forked from a zygote per code (workers/zygotes.py); None: each is spawned afresh."""
+        self._bases: dict[str, asyncio.Future[WorkerBase | None]] = {}
+        """Each task's initial tables written once for the zygotes to read, by full hash."""
+
+    async def close(self) -> None:
+        """Stop the zygotes (runner shutdown, after every trial's workers were released)."""
+        if self.zygotes is not None:
+            await self.zygotes.close()
 
     async def prepare(self, trial: TrialContext) -> None:
         """Start the trial's first worker, which imports its tools: a tool that cannot load fails registration."""
@@ -160,9 +178,36 @@ class IsolatedRunner:
             log_path=self.log_dir / f"{safe_id}.worker.log",
             limits=self.limits,
             env={},
+            zygotes=self.zygotes,
+            base=await self._base(trial),
         )
         self.last_report = worker.limits
         return worker
+
+    async def _base(self, trial: TrialContext) -> WorkerBase | None:
+        """The trial's initial tables as a base for forked workers, written to a file the first time."""
+        if self.zygotes is None or trial.initial_hash is None:
+            return None
+        full_hash = trial.initial_hash
+        known = self._bases.get(full_hash)
+        if known is None:
+            known = asyncio.get_running_loop().create_future()
+            self._bases[full_hash] = known
+            path = self.zygotes.directory / "states" / f"{full_hash}.json"
+            try:
+                await asyncio.to_thread(_write_tables, path, trial.initial_tables)
+                known.set_result(WorkerBase(full_hash, trial.initial_tables, path))
+            except (OSError, TypeError) as error:  # no room, or a value orjson cannot write (huge ints)
+                del self._bases[full_hash]
+                known.set_result(None)
+                log.warning("initial state %s is sent to each worker: %s", full_hash, error)
+                return None
+            except BaseException as error:
+                del self._bases[full_hash]
+                known.set_exception(error)
+                known.exception()  # retrieved: the next launch tries again
+                raise
+        return await asyncio.shield(known)
 
 
 def worker_code(root: Path, package: str, tools: list[WorkerTool]) -> WorkerCode:
@@ -188,3 +233,10 @@ def _is_changes(value: Any) -> bool:
         if not isinstance(typed.get("table_name"), str) or not isinstance(typed.get("operations"), list):
             return False
     return True
+
+
+def _write_tables(path: Path, tables: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.partial")
+    partial.write_bytes(orjson.dumps(tables))
+    os.replace(partial, path)  # a zygote never reads half a file

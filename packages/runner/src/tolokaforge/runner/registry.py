@@ -162,6 +162,7 @@ class TrialRegistry:
                 user_tools=user_tools,
                 mirror=mirror,
                 initial_tables=known.initial,
+                initial_hash=known.full_hash,
                 default_timeout_s=default_tool_timeout_s
                 if default_tool_timeout_s > 0
                 else spec.default_tool_timeout_s or self.default_timeout_s,

@@ -41,6 +41,9 @@ class RunnerSettings:
     mode, in this process (for people running their own code)."""
     limits: Limits = field(default_factory=Limits)
     """The confinement of tool workers, tool servers and custom checks (see docs/isolation.md)."""
+    fork_server: bool = True
+    """Isolated mode: fork each worker from a zygote of its code (cheap) rather than spawn an interpreter
+    that imports the tools (see docs/isolation.md); ``False`` spawns every worker afresh."""
     lease_seconds: float = 30.0
     """How long the store keeps this runner's trials its own without a renewal (docs/faults.md)."""
     edge: EdgeLimits = field(default_factory=EdgeLimits)
@@ -70,7 +73,7 @@ class RunnerHandle:
         # No tool process outlives the runner: every trial's servers and providers stop here.
         await self.servicer.registry.close()
         await self._endpoint.aclose()
-        self._executor.shutdown()
+        await self._executor.close()
         kill_all_supervised()  # belt and braces: no child of this runner outlives it
         await self._client.aclose()
         if self._tmp is not None:
@@ -107,6 +110,7 @@ async def start_runner(settings: RunnerSettings | None = None) -> RunnerHandle:
         isolation=settings.isolation,
         limits=settings.limits,
         log_dir=work_dir / "logs",
+        fork_server=settings.fork_server,
     )
     endpoint = StateEndpoint(client, settings.db_url)
     registry = TrialRegistry(

@@ -31,6 +31,8 @@ class TrialContext:
     default_timeout_s: float
     initial_tables: dict[str, Any] = field(default_factory=lambda: {})
     """The task's initial tables, shared with every trial of the task: never changed in place."""
+    initial_hash: str | None = None
+    """The initial tables' full hash (the store's name for them), once known."""
     history: list[RecordedToolCall] = field(default_factory=lambda: [])
     has_initialized_snapshot: bool = False
     initialized_tables: dict[str, Any] | None = None

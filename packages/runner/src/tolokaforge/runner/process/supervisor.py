@@ -19,18 +19,52 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import psutil
 
 from . import sandbox
 from .sandbox import Limits
 
-__all__ = ["Supervised", "kill_all_supervised", "launcher_argv", "probe_limits"]
+__all__ = [
+    "Killable",
+    "Supervised",
+    "descendants",
+    "forget",
+    "kill_all_supervised",
+    "launcher_argv",
+    "probe_limits",
+    "signal_group",
+    "track",
+]
 
-_live: set[Supervised] = set()
+
+class Killable(Protocol):
+    """A live child the runner must not leave behind: its own (Supervised) or one a zygote forked for it."""
+
+    @property
+    def exited(self) -> bool: ...
+
+    def kill(self) -> None: ...
+
+
+_live: set[Killable] = set()
 _EXIT_POLL_S = 0.005
 _atexit_registered = False
+
+
+def track(child: Killable) -> None:
+    """Kill ``child`` at runner shutdown (and, as a last resort, at interpreter exit) unless forgotten first."""
+    global _atexit_registered
+    if not _atexit_registered:
+        atexit.register(kill_all_supervised)
+        _atexit_registered = True
+    _live.add(child)
+
+
+def forget(child: Killable) -> None:
+    _live.discard(child)
+
 
 Redirect = int | IO[Any] | None
 
@@ -87,10 +121,6 @@ class Supervised:
         stdout: Redirect = asyncio.subprocess.DEVNULL,
         stderr: Redirect = asyncio.subprocess.DEVNULL,
     ) -> Supervised:
-        global _atexit_registered
-        if not _atexit_registered:
-            atexit.register(kill_all_supervised)
-            _atexit_registered = True
         process = await asyncio.create_subprocess_exec(
             *argv,
             cwd=cwd,
@@ -101,7 +131,7 @@ class Supervised:
             start_new_session=True,
         )
         child = cls(process)
-        _live.add(child)
+        track(child)
         return child
 
     @property
@@ -118,31 +148,31 @@ class Supervised:
 
     def kill(self) -> None:
         """SIGKILL the child's group and every descendant that left it (synchronous, idempotent)."""
-        descendants = _descendants(self.pid) if not self.exited else []
-        _signal_group(self.pid, signal.SIGKILL)
-        for proc in descendants:
+        found = descendants(self.pid) if not self.exited else []
+        signal_group(self.pid, signal.SIGKILL)
+        for proc in found:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
 
     async def stop(self, grace_s: float = 0.0) -> int | None:
         """SIGTERM the group, wait up to ``grace_s``, then :meth:`kill` and reap; the exit code."""
         if grace_s > 0 and not self.exited:
-            descendants = _descendants(self.pid)
-            _signal_group(self.pid, signal.SIGTERM)
+            found = descendants(self.pid)
+            signal_group(self.pid, signal.SIGTERM)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.process.wait(), grace_s)
-            for proc in descendants:
+            for proc in found:
                 with contextlib.suppress(psutil.Error):
                     proc.kill()
         self.kill()
         return await self.reap()
 
-    async def reap(self) -> int | None:
-        """Wait for the (killed or exiting) child; forget it."""
+    async def reap(self, *, status: bool = True) -> int | None:
+        """Wait for the (killed or exiting) child; forget it. Its end and its status are one wait here."""
         code = await self.process.wait()
         # The group may outlive its leader (a grandchild that ignored SIGTERM): kill it for good.
-        _signal_group(self.pid, signal.SIGKILL)
-        _live.discard(self)
+        signal_group(self.pid, signal.SIGKILL)
+        forget(self)
         return code
 
     async def reap_exit(self, deadline_s: float = 5.0) -> int | None:
@@ -156,9 +186,9 @@ class Supervised:
         until = loop.time() + deadline_s
         while self.process.returncode is None and loop.time() < until:
             await asyncio.sleep(_EXIT_POLL_S)
-        _signal_group(self.pid, signal.SIGKILL)
+        signal_group(self.pid, signal.SIGKILL)
         if self.process.returncode is not None:
-            _live.discard(self)
+            forget(self)
         return self.process.returncode
 
 
@@ -170,14 +200,46 @@ def kill_all_supervised() -> None:
             _live.discard(child)
 
 
-def _descendants(pid: int) -> list[psutil.Process]:
+def descendants(pid: int) -> list[psutil.Process]:
+    """Every live descendant of ``pid`` (whatever group or session it moved to)."""
+    if not _HAS_CHILDREN_LISTS:
+        try:
+            return psutil.Process(pid).children(recursive=True)
+        except psutil.Error:
+            return []
+    # Walk down the tree through the kernel's per-thread children lists: psutil finds children by
+    # reading every process's parent on the machine, tens of milliseconds on a busy host, per kill.
+    found: list[psutil.Process] = []
+    pending = [pid]
+    while pending:
+        parent = pending.pop()
+        for child in _children(parent):
+            with contextlib.suppress(psutil.Error):
+                found.append(psutil.Process(child))
+                pending.append(child)
+    return found
+
+
+def _children(pid: int) -> list[int]:
     try:
-        return psutil.Process(pid).children(recursive=True)
-    except psutil.Error:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
         return []
+    children: list[int] = []
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/children", "rb") as listing:
+                children.extend(int(child) for child in listing.read().split())
+        except OSError:
+            continue  # the thread (or the process) ended meanwhile
+    return children
 
 
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    # The child leads its own session (start_new_session), so its pid is its group's id.
+_HAS_CHILDREN_LISTS = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+"""Linux with CONFIG_PROC_CHILDREN (most distributions): children are listed per thread."""
+
+
+def signal_group(pid: int, sig: signal.Signals) -> None:
+    # The child leads its own session (start_new_session, or setsid in a forked worker): its pid is its group's id.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)

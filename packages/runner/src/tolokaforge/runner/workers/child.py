@@ -12,13 +12,13 @@ commits them to the store, or discards this worker if it cannot). Anything the t
 
 from __future__ import annotations
 
+import _thread
 import importlib
 import importlib.machinery
 import importlib.util
 import json
 import os
 import sys
-import threading
 import traceback
 from typing import Any, cast
 
@@ -36,13 +36,20 @@ def _private_pipes() -> tuple[int, int]:
     return request_fd, reply_fd
 
 
-def _import_tools(
+def register_package(root: str, package: str) -> None:
+    """Make the task's code importable as ``package`` (once: a forked worker inherits its zygote's)."""
+    if package not in sys.modules:
+        spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
+        module = importlib.util.module_from_spec(spec)
+        module.__path__ = [root]
+        sys.modules[package] = module
+
+
+def import_tools(
     root: str, package: str, tools: dict[str, tuple[str, str]]
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
-    module = importlib.util.module_from_spec(spec)
-    module.__path__ = [root]
-    sys.modules[package] = module
+    """The tools by key, and why each of the others did not load (in a forked worker, the zygote imported the modules)."""
+    register_package(root, package)
     loaded: dict[str, Any] = {}
     problems: dict[str, str] = {}
     for key, (module_path, class_name) in tools.items():
@@ -84,17 +91,29 @@ def _failure(error: BaseException) -> dict[str, Any]:
 
 def main() -> None:
     limits_report = apply(Limits.from_json(sys.argv[1]))
-    from tolokaforge.runner.state.cow import CowTables, TableShapeError, TableView, apply_changes
-
     request_fd, reply_fd = _private_pipes()
     init = read_request(request_fd)
     if init is None:
         return
     os.chdir(init["workspace"])
-    tables: dict[str, Any] = init["tables"]
+    tools, problems = import_tools(init["root"], init["package"], init["tools"])
+    serve(
+        request_fd,
+        reply_fd,
+        init["tables"],
+        tools,
+        {"ok": True, "limits": limits_report, "problems": problems},
+    )
+
+
+def serve(
+    request_fd: int, reply_fd: int, tables: dict[str, Any], tools: dict[str, Any], hello: dict[str, Any]
+) -> None:
+    """Answer ``hello`` to the init frame just read, then one reply per ``call`` frame until the runner hangs up."""
+    from tolokaforge.runner.state.cow import CowTables, TableShapeError, TableView, apply_changes
+
     views: dict[str, TableView] = {}
-    tools, problems = _import_tools(init["root"], init["package"], init["tools"])
-    write_frame(reply_fd, encode_reply({"ok": True, "limits": limits_report, "problems": problems}))
+    write_frame(reply_fd, encode_reply(hello))
     while True:
         request = read_request(request_fd)
         if request is None:
@@ -133,7 +152,8 @@ def main() -> None:
         if changes:
             apply_changes(tables, changes)
         data.settle()
-        if threading.active_count() > 1:
+        # _thread, not threading: importing threading would cost every forked worker its at-fork handler.
+        if _thread._count() > 0:  # pyright: ignore[reportPrivateUsage]
             views = {}  # a thread the tool left running may still write to these views: build new ones
 
 

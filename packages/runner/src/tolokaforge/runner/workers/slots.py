@@ -56,3 +56,7 @@ class TrialWorkers:
 
     def pids(self) -> list[int]:
         return [worker.child.pid for worker in self._workers]
+
+    def live(self) -> list[ToolWorker]:
+        """The workers kept, most recently used first."""
+        return list(self._workers)

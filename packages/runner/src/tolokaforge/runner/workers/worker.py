@@ -10,34 +10,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
+import socket
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..process.sandbox import Limits, scrubbed_env
 from ..process.supervisor import Supervised
+from .code import STARTUP_DEADLINE_S, WorkerBase, WorkerCode
 from .frames import FrameError, decode_reply, encode_request, reply_length
 
-__all__ = ["ToolWorker", "WorkerCode", "WorkerCrashed", "WorkerError", "WorkerTimeout"]
+if TYPE_CHECKING:
+    from .zygotes import Zygotes
 
-STARTUP_DEADLINE_S = 60.0
-"""How long a worker may take to start, import the task's tools and load its tables."""
+__all__ = ["ToolWorker", "WorkerCode", "WorkerCrashed", "WorkerError", "WorkerProcess", "WorkerTimeout"]
+
+log = logging.getLogger(__name__)
 
 _EXIT_GRACE_S = 0.1
 """How long after the worker's exit its pipe is read before the call counts as crashed."""
-
-
-@dataclass(frozen=True)
-class WorkerCode:
-    """What a trial's workers import: the bundle's root, its package name, and the tools by key."""
-
-    root: Path
-    package: str
-    tools: dict[str, tuple[str, str]] = field(default_factory=lambda: {})
-    """``module_path:class_name`` -> (module_path, class_name)."""
 
 
 class WorkerError(Exception):
@@ -54,19 +48,45 @@ class WorkerCrashed(WorkerError):
         self.exit_code = exit_code
 
 
+class WorkerProcess(Protocol):
+    """A worker's process: spawned (process/supervisor.py) or forked by a zygote (process/forked.py)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    @property
+    def exited(self) -> bool: ...
+
+    def kill(self) -> None: ...
+
+    async def reap(self, *, status: bool = True) -> int | None: ...
+
+
 class ToolWorker:
     """One live worker process holding ``tables`` (the mirror's object it was built from) at ``version``."""
 
-    def __init__(self, child: Supervised, tables: dict[str, Any], version: int) -> None:
+    def __init__(
+        self,
+        child: WorkerProcess,
+        requests: asyncio.StreamWriter,
+        replies: asyncio.StreamReader,
+        tables: dict[str, Any],
+        version: int,
+    ) -> None:
         self.child = child
         self.tables = tables
         self.version = version
+        self.forked = False
+        """Forked from a zygote (else spawned as a fresh interpreter)."""
         self.limits: dict[str, str] = {}
         self.problems: dict[str, str] = {}
         self.busy = False
         self._dead = False
-        self._stdin = cast(asyncio.StreamWriter, child.process.stdin)
-        self._stdout = cast(asyncio.StreamReader, child.process.stdout)
+        self._stdin = requests
+        self._stdout = replies
         self._exit_watch = asyncio.create_task(self._watch_exit())
 
     @classmethod
@@ -80,32 +100,102 @@ class ToolWorker:
         log_path: Path,
         limits: Limits,
         env: Mapping[str, str],
+        zygotes: Zygotes | None = None,
+        base: WorkerBase | None = None,
     ) -> ToolWorker:
+        """A worker forked from ``code``'s zygote when one serves, else a freshly spawned interpreter.
+
+        With ``base``, a forked worker starts from the zygote's copy of the task's initial tables and
+        is sent only the tables its trial changed; a spawned one is always sent every table.
+        """
+        if zygotes is not None:
+            sent = tables if base is None else base.overlay(tables)
+            worker = await cls._fork(
+                zygotes,
+                code,
+                _init(code, sent, workspace, base=base),
+                tables,
+                version,
+                workspace=workspace,
+                log_path=log_path,
+                env=env,
+                base=base,
+            )
+            if worker is not None:
+                return worker
+        init = _init(code, tables, workspace)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with log_path.open("ab") as log:
-            child = await Supervised.spawn(
+        with log_path.open("ab") as log_file:
+            spawned = await Supervised.spawn(
                 [sys.executable, "-I", "-m", "tolokaforge.runner.workers.child", limits.to_json()],
                 cwd=workspace,
                 env=scrubbed_env(dict(env), home=str(workspace)),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
-                stderr=log,
+                stderr=log_file,
             )
-        worker = cls(child, tables, version)
-        init = {
-            "root": str(code.root),
-            "package": code.package,
-            "tools": code.tools,
-            "tables": tables,
-            "workspace": str(workspace),
-        }
+        process = spawned.process
+        worker = cls(
+            spawned,
+            cast(asyncio.StreamWriter, process.stdin),
+            cast(asyncio.StreamReader, process.stdout),
+            tables,
+            version,
+        )
+        worker._stdin.write(init)
+        await worker._hello(log_path)
+        return worker
+
+    @classmethod
+    async def _fork(
+        cls,
+        zygotes: Zygotes,
+        code: WorkerCode,
+        init: bytes,
+        tables: dict[str, Any],
+        version: int,
+        *,
+        workspace: Path,
+        log_path: Path,
+        env: Mapping[str, str],
+        base: WorkerBase | None,
+    ) -> ToolWorker | None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        replies, requests = await asyncio.open_unix_connection(sock=ours)
+        # Written before the fork is asked for: the worker finds its tables waiting, one round trip sooner.
+        requests.write(init)
         try:
-            hello = await worker._exchange(init, STARTUP_DEADLINE_S)
+            child = await zygotes.fork(
+                code, conn=theirs, workspace=workspace, env=env, log_path=log_path, base=base
+            )
+        except BaseException:
+            requests.close()
+            raise
+        finally:
+            theirs.close()
+        if child is None:
+            requests.close()
+            return None
+        worker = cls(child, requests, replies, tables, version)
+        worker.forked = True
+        try:
+            await worker._hello(log_path)
+        except WorkerError as error:
+            if isinstance(error.__cause__, WorkerTimeout):
+                raise
+            # Whatever broke the forked start, the spawn path reports the code's own failures.
+            log.warning("a forked worker did not start (%s); spawning one instead", error)
+            return None
+        return worker
+
+    async def _hello(self, log_path: Path) -> None:
+        """Read the worker's answer to the init frame already written."""
+        try:
+            hello = await self._exchange(None, STARTUP_DEADLINE_S)
         except WorkerError as error:
             raise WorkerError(f"the tool worker did not start: {error} (log: {log_path})") from error
-        worker.limits = {str(k): str(v) for k, v in cast(dict[str, Any], hello.get("limits", {})).items()}
-        worker.problems = {str(k): str(v) for k, v in cast(dict[str, Any], hello.get("problems", {})).items()}
-        return worker
+        self.limits = {str(k): str(v) for k, v in cast(dict[str, Any], hello.get("limits", {})).items()}
+        self.problems = {str(k): str(v) for k, v in cast(dict[str, Any], hello.get("problems", {})).items()}
 
     @property
     def alive(self) -> bool:
@@ -119,16 +209,20 @@ class ToolWorker:
         finally:
             self.busy = False
 
-    async def kill(self) -> None:
+    async def kill(self, *, status: bool = False) -> None:
+        """Kill the worker and wait for its end (and, with ``status``, for its exit status: a crash's cause)."""
         self._dead = True
         self.child.kill()
         with contextlib.suppress(ProcessLookupError):
-            await self.child.reap()
+            await self.child.reap(status=status)
         self._exit_watch.cancel()
+        self._stdin.close()
 
     async def _exchange(self, message: Any, budget: float) -> dict[str, Any]:
+        """Send ``message`` (None: it was written already) and read the reply within ``budget``."""
         try:
-            self._stdin.write(encode_request(message))
+            if message is not None:
+                self._stdin.write(encode_request(message))
             await self._stdin.drain()
             async with asyncio.timeout(budget):
                 header = await self._stdout.readexactly(4)
@@ -138,7 +232,7 @@ class ToolWorker:
             await self.kill()
             raise WorkerTimeout(f"no answer within {budget:g}s") from error
         except (asyncio.IncompleteReadError, ConnectionError, BrokenPipeError) as error:
-            await self.kill()
+            await self.kill(status=True)
             code = self.child.returncode
             raise WorkerCrashed(f"the tool's worker process died ({_describe_exit(code)})", code) from error
         except FrameError as error:
@@ -160,6 +254,23 @@ class ToolWorker:
         await self.child.reap()
         await asyncio.sleep(_EXIT_GRACE_S)
         self._stdout.feed_eof()
+        self._stdin.close()
+
+
+def _init(
+    code: WorkerCode, tables: dict[str, Any], workspace: Path, *, base: WorkerBase | None = None
+) -> bytes:
+    """The init frame: the tables a worker starts from (over its zygote's copy of ``base``, if given)."""
+    init: dict[str, Any] = {
+        "root": str(code.root),
+        "package": code.package,
+        "tools": code.tools,
+        "tables": tables,
+        "workspace": str(workspace),
+    }
+    if base is not None:
+        init["base"] = base.full_hash
+    return encode_request(init)
 
 
 def _describe_exit(code: int | None) -> str:

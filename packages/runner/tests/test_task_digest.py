@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import os
+import signal
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -202,3 +205,40 @@ async def test_a_restarted_runner_asks_for_the_task_again(
     answer = await stub.register_trial(_request("evicted:1", digest))
     assert answer.error_kind == RegistrationErrorKind.TASK_NOT_CACHED
     assert (await stub.register_trial(_request("evicted:1", digest, task_json))).success
+
+
+async def test_forked_workers_start_from_the_shared_initial_state_and_get_only_their_changes(
+    runner: RunnerHandle, stub: RunnerServiceStub, call_tool: CallTool
+) -> None:
+    task_json, digest = _task("based")
+    assert (await stub.register_trial(_request("based:0", digest, task_json))).success
+    assert (await stub.register_trial(_request("based:1", digest))).success
+    paid = await call_tool("based:0", "set_status", {"order_id": "O-1", "status": "paid"}, "c1")
+    assert paid.status == ExecutionStatus.SUCCESS, paid.error_message
+    other = await call_tool("based:1", "get_order", {"order_id": "O-1"}, "c1")
+    assert json.loads(other.output)["status"] == "open"
+
+    # The zygote read the task's initial tables once, from one file, whatever the number of trials.
+    zygotes = runner.servicer.registry.executor.isolated.zygotes
+    assert zygotes is not None
+    files = list((zygotes.directory / "states").glob("*.json"))
+    assert [json.loads(file.read_text()) for file in files] == [
+        json.loads(task_json)["initial_state"]["tables"]
+    ]
+
+    # A fresh worker of the trial that wrote starts from that copy plus the table it changed.
+    trial = runner.servicer.registry.get("based:0")
+    assert trial.workers is not None
+    for pid in trial.workers.pids():
+        os.kill(pid, signal.SIGKILL)
+    for _ in range(250):
+        if not any(worker.alive for worker in trial.workers.live()):
+            break
+        await asyncio.sleep(0.02)
+    again = await call_tool("based:0", "get_order", {"order_id": "O-1"}, "c2")
+    assert again.status == ExecutionStatus.SUCCESS, again.error_message
+    assert json.loads(again.output)["status"] == "paid"
+    assert (
+        json.loads((await call_tool("based:1", "get_order", {"order_id": "O-1"}, "c2")).output)["status"]
+        == "open"
+    )

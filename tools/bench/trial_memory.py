@@ -5,9 +5,9 @@
 A runner in another process (``tolokaforge-runner --store memory``), one task whose state is one table
 of ``--records`` records. The task is sent once (task_json + digest), then every trial registers by
 digest and makes one write (``touch``), so each has a tool worker (isolated mode) and a table of its
-own to change. Printed, after 1 trial and after ``--trials`` trials: the runner's RSS, the unique set
-size (USS: memory no other process shares) summed over its descendants (tool workers, zygotes), and
-their total -- the memory the trials cost the machine. The bound (issue #20): the total for
+own to change. Printed, after 1 trial and after ``--trials`` trials: the runner's PSS, the PSS summed
+over its descendants (tool workers, zygotes), and their total -- the physical memory the process
+tree uses (PSS counts a page shared by n processes as 1/n in each). The bound (issue #20): the total for
 ``--trials`` trials within 2x the total for one. The floor is the runner before any trial.
 """
 
@@ -32,16 +32,20 @@ MIB = 1024 * 1024
 
 
 def footprint(pid: int) -> tuple[float, float]:
-    """(runner RSS, summed USS of its descendants), MiB."""
+    """(the runner's PSS, the summed PSS of its descendants), MiB.
+
+    PSS (proportional set size) counts a page shared by n processes as 1/n in each, so the sum over a
+    process tree is the physical memory the tree uses: a zygote's pages its forked workers share are
+    counted once, not once per worker (RSS) or not at all (USS)."""
     runner = psutil.Process(pid)
-    rss = runner.memory_info().rss / MIB
-    unique = 0.0
+    own = runner.memory_full_info().pss / MIB
+    shared = 0.0
     for child in runner.children(recursive=True):
         try:
-            unique += child.memory_full_info().uss / MIB
+            shared += child.memory_full_info().pss / MIB
         except psutil.Error:  # a worker that ended meanwhile
             continue
-    return rss, unique
+    return own, shared
 
 
 async def main() -> None:
@@ -86,7 +90,7 @@ async def main() -> None:
             await asyncio.gather(*(touch(stub, trial_id, n) for n, trial_id in enumerate(ids[1:], 1)))
             many_rss, many_uss = footprint(process.pid)
             print(f"{args.records} records, isolation {args.isolation}; MiB")
-            print(f"{'':>16}{'runner RSS':>12}{'workers USS':>13}{'total':>10}{'above floor':>13}")
+            print(f"{'':>16}{'runner PSS':>12}{'workers PSS':>13}{'total':>10}{'above floor':>13}")
             base = base_rss + base_uss
             for label, rss, uss in (
                 ("floor (0 trials)", base_rss, base_uss),

@@ -30,7 +30,7 @@ from .trial import TrialContext
 from .workers.code import WorkerBase
 from .workers.slots import TrialWorkers
 from .workers.worker import ToolWorker, WorkerCode, WorkerCrashed, WorkerError, WorkerTimeout
-from .workers.zygotes import Zygotes
+from .workers.zygotes import Zygotes, code_key
 
 __all__ = ["IsolatedRunner"]
 
@@ -55,6 +55,8 @@ class IsolatedRunner:
         """Workers are forked from a zygote per code (workers/zygotes.py); None: each is spawned afresh."""
         self._bases: dict[str, asyncio.Future[WorkerBase | None]] = {}
         """Each task's initial tables written once for the zygotes to read, by full hash."""
+        self._loaded: set[str] = set()
+        """Codes (by code_key) a worker has loaded every tool of: their next trials start workers lazily."""
 
     async def close(self) -> None:
         """Stop the zygotes (runner shutdown, after every trial's workers were released)."""
@@ -62,11 +64,19 @@ class IsolatedRunner:
             await self.zygotes.close()
 
     async def prepare(self, trial: TrialContext) -> None:
-        """Start the trial's first worker, which imports its tools: a tool that cannot load fails registration."""
+        """Start the trial's first worker, which imports its tools: a tool that cannot load fails registration.
+
+        Code whose every tool a worker has loaded already (the same bundle content, the same tools) is
+        not checked again: its trials' workers start at their first call, so registering the 2nd..Nth
+        trial of a task, or a trial of another task of the same pack, starts no process.
+        """
         code = trial.worker_code
         if code is None or not code.tools:
             return
         trial.workers = TrialWorkers(lambda tables, version: self._launch(trial, tables, version))
+        key = code_key(code, self.limits)
+        if key in self._loaded:
+            return
         try:
             worker = await self._worker(trial)
         except ToolFailure as failure:
@@ -75,9 +85,10 @@ class IsolatedRunner:
             names = {tool.key: tool.description.name for tool in _worker_tools(trial)}
             raise ToolLoadError(
                 "; ".join(
-                    f"tool {names.get(key, key)!r}: {why}" for key, why in sorted(worker.problems.items())
+                    f"tool {names.get(tool, tool)!r}: {why}" for tool, why in sorted(worker.problems.items())
                 )
             )
+        self._loaded.add(key)
 
     async def report(self) -> dict[str, str]:
         """What holds for a worker on this machine: the last worker's report, or a probe's."""

@@ -107,12 +107,20 @@ def main() -> None:
 
 
 def serve(
-    request_fd: int, reply_fd: int, tables: dict[str, Any], tools: dict[str, Any], hello: dict[str, Any]
+    request_fd: int,
+    reply_fd: int,
+    tables: dict[str, Any],
+    tools: dict[str, Any],
+    hello: dict[str, Any],
+    views: dict[str, Any] | None = None,
 ) -> None:
-    """Answer ``hello`` to the init frame just read, then one reply per ``call`` frame until the runner hangs up."""
-    from tolokaforge.runner.state.cow import CowTables, TableShapeError, TableView, apply_changes
+    """Answer ``hello`` to the init frame just read, then one reply per ``call`` frame until the runner hangs up.
 
-    views: dict[str, TableView] = {}
+    ``views`` are working views of ``tables`` built already (by the zygote, over the tables it holds).
+    """
+    from tolokaforge.runner.state.cow import CowTables, TableShapeError, apply_changes
+
+    views = {} if views is None else views
     write_frame(reply_fd, encode_reply(hello))
     while True:
         request = read_request(request_fd)

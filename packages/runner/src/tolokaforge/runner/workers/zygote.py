@@ -71,7 +71,7 @@ def main() -> None:
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     _send(control, {"ready": True, "pid": os.getpid()})
     live: set[int] = set()
-    bases: OrderedDict[str, dict[str, Any]] = OrderedDict()
+    bases: OrderedDict[str, Base] = OrderedDict()
     try:
         while True:
             readable, _, _ = select.select([control, wake_read], [], [])
@@ -103,8 +103,19 @@ def main() -> None:
             _kill_group(pid)
 
 
-def _hold(bases: OrderedDict[str, dict[str, Any]], full_hash: str, file: str) -> None:
-    """Hold the initial state ``full_hash``, read from ``file`` unless held already."""
+Base = tuple[dict[str, Any], dict[str, Any]]
+"""An initial state's tables, and the working views a tool's calls go through, built over them."""
+
+
+def _hold(bases: OrderedDict[str, Base], full_hash: str, file: str) -> None:
+    """Hold the initial state ``full_hash``, read from ``file`` unless held already.
+
+    Its views are built here too: building one references every record of its table, and in a
+    worker that would write to every record's page (reference counts), copying the whole table into
+    the worker's memory; built before the fork, those pages stay shared.
+    """
+    from tolokaforge.runner.state.cow import CowDict, CowList
+
     if full_hash in bases:
         bases.move_to_end(full_hash)
         return
@@ -112,7 +123,14 @@ def _hold(bases: OrderedDict[str, dict[str, Any]], full_hash: str, file: str) ->
         tables = json.load(source)
     if not isinstance(tables, dict):
         raise ValueError(f"{file} does not hold tables")
-    bases[full_hash] = cast(dict[str, Any], tables)
+    held = cast(dict[str, Any], tables)
+    views: dict[str, Any] = {}
+    for name, table in held.items():
+        if type(table) is list:
+            views[name] = CowList(cast(list[Any], table))
+        elif type(table) is dict:
+            views[name] = CowDict(cast(dict[str, Any], table))
+    bases[full_hash] = (held, views)
     while len(bases) > _BASES:
         bases.popitem(last=False)
     # Like the imported modules: kept off the collector's pages, so forked workers share them.
@@ -124,7 +142,7 @@ def _fork(
     fds: list[int],
     report: dict[str, str],
     limits: Limits,
-    bases: OrderedDict[str, dict[str, Any]],
+    bases: OrderedDict[str, Base],
 ) -> int:
     conn, log = fds
     sys.stdout.flush()
@@ -150,7 +168,7 @@ def _become_worker(
     log: int,
     report: dict[str, str],
     limits: Limits,
-    bases: OrderedDict[str, dict[str, Any]],
+    bases: OrderedDict[str, Base],
 ) -> None:
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -178,11 +196,15 @@ def _become_worker(
     # The modules are imported already: this finds the trial's classes, and says which are missing.
     tools, problems = import_tools(init["root"], init["package"], init["tools"])
     tables: dict[str, Any] = init["tables"]
+    views: dict[str, Any] = {}
     if "base" in init:
-        # The zygote's copy of the initial state, under the tables the trial changed since. The
-        # worker's own changes go to its copy-on-write pages, never the zygote's.
-        tables = {**bases[init["base"]], **tables}
-    serve(conn, conn, tables, tools, {"ok": True, "limits": limits_report, "problems": problems})
+        # The zygote's copy of the initial state (and its views), under the tables the trial changed
+        # since. The worker's own changes go to its copy-on-write pages, never the zygote's.
+        held, held_views = bases[init["base"]]
+        views = {name: view for name, view in held_views.items() if name not in tables}
+        tables = {**held, **tables}
+    hello = {"ok": True, "limits": limits_report, "problems": problems}
+    serve(conn, conn, tables, tools, hello, views)
 
 
 def _reap(control: socket.socket, live: set[int]) -> None:

@@ -141,9 +141,9 @@ async def test_forked_workers_get_their_limits_and_no_network(hostile: Hostile, 
 async def test_two_trials_never_share_module_globals(hostile: Hostile, runner: RunnerHandle) -> None:
     await hostile.register("globals:0")
     await hostile.register("globals:1")
-    assert _worker(runner, "globals:0").forked and _worker(runner, "globals:1").forked
     assert (await hostile.call("globals:0", "remember", text="a")).output == "a"
     assert (await hostile.call("globals:1", "remember", text="b")).output == "b"
+    assert _worker(runner, "globals:0").forked and _worker(runner, "globals:1").forked
     assert (await hostile.call("globals:0", "remember", text="c")).output == "a,c"
     await hostile.register("globals:2")
     assert (await hostile.call("globals:2", "remember", text="d")).output == "d"
@@ -191,10 +191,10 @@ async def test_a_zygote_killed_with_sigkill_is_replaced(hostile: Hostile, runner
     # The trial whose worker died with the zygote gets a fresh one; a new trial a new zygote.
     assert (await hostile.call("before:0", "echo", text="still")).output == "still"
     await hostile.register("after:0")
+    assert (await hostile.call("after:0", "echo", text="served")).output == "served"
     [replacement] = _zygotes(runner).pids()
     assert replacement != zygote
     assert psutil.Process(_worker(runner, "after:0").child.pid).ppid() == replacement
-    assert (await hostile.call("after:0", "echo", text="served")).output == "served"
 
 
 async def test_code_whose_import_starts_a_thread_is_spawned_not_forked(
@@ -224,7 +224,8 @@ async def test_an_idle_zygote_is_stopped_and_the_runner_stops_the_rest() -> None
         assert (await hostile.stub.cleanup_trial(CleanupTrialRequest(trial_id="idle:0"))).success
         await _until("the idle zygote is stopped", lambda: _gone(zygote) and not zygotes.pids())
         zygotes.idle_s = 3600.0
-        await hostile.register("idle:1")  # started again on the next need
+        await hostile.register("idle:1")
+        assert (await hostile.call("idle:1", "echo", text="x")).output == "x"  # started again on the need
         [again] = zygotes.pids()
         worker = _worker(runner, "idle:1").child.pid
     finally:
@@ -243,8 +244,10 @@ async def test_tasks_using_other_tools_of_the_same_modules_share_a_zygote(
         agent_tools=[hostile_tool("echo", "Echo", {"text": {"type": "string"}})],
         user_tools=[],
         tool_code={"path": str(FIXTURES / "hostile")},
+        initial_state={"tables": {"notes": [], "vault": []}},  # all:0's: a zygote holds one initial state
     )
     assert (await hostile.stub.register_trial(register_request(echo_only))).success
+    assert (await hostile.call("echo:0", "echo", text="x")).output == "x"
     assert _worker(runner, "echo:0").forked and _zygotes(runner).pids() == [zygote]
     # A class the module lacks is the trial's problem, found in its worker as a spawned one finds it.
     missing = make_spec(
@@ -252,6 +255,7 @@ async def test_tasks_using_other_tools_of_the_same_modules_share_a_zygote(
         agent_tools=[hostile_tool("nope", "Nope", {})],
         user_tools=[],
         tool_code={"path": str(FIXTURES / "hostile")},
+        initial_state={"tables": {"notes": [], "vault": []}},
     )
     response = await hostile.stub.register_trial(register_request(missing))
     assert not response.success and "has no class 'Nope'" in response.error, response.error

@@ -10,6 +10,7 @@ mirror, which is in step with the store.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
@@ -30,7 +31,7 @@ from .trial import TrialContext
 from .workers.code import WorkerBase
 from .workers.slots import TrialWorkers
 from .workers.worker import ToolWorker, WorkerCode, WorkerCrashed, WorkerError, WorkerTimeout
-from .workers.zygotes import Zygotes, code_key
+from .workers.zygotes import Zygotes
 
 __all__ = ["IsolatedRunner"]
 
@@ -56,7 +57,7 @@ class IsolatedRunner:
         self._bases: dict[str, asyncio.Future[WorkerBase | None]] = {}
         """Each task's initial tables written once for the zygotes to read, by full hash."""
         self._loaded: set[str] = set()
-        """Codes (by code_key) a worker has loaded every tool of: their next trials start workers lazily."""
+        """Codes (by _tools_key) a worker has loaded every tool of: their next trials start workers lazily."""
 
     async def close(self) -> None:
         """Stop the zygotes (runner shutdown, after every trial's workers were released)."""
@@ -74,7 +75,7 @@ class IsolatedRunner:
         if code is None or not code.tools:
             return
         trial.workers = TrialWorkers(lambda tables, version: self._launch(trial, tables, version))
-        key = code_key(code, self.limits)
+        key = _tools_key(code, self.limits)
         if key in self._loaded:
             return
         try:
@@ -251,3 +252,8 @@ def _write_tables(path: Path, tables: dict[str, Any]) -> None:
     partial = path.with_suffix(f".{os.getpid()}.partial")
     partial.write_bytes(orjson.dumps(tables))
     os.replace(partial, path)  # a zygote never reads half a file
+
+
+def _tools_key(code: WorkerCode, limits: Limits) -> str:
+    """The same bundle (its package name digests root and content), the same tool classes, the same limits."""
+    return json.dumps([str(code.root), code.package, sorted(code.tools.items()), limits.to_json()])

@@ -39,8 +39,9 @@ from .child import import_tools, register_package, serve
 from .frames import read_request
 
 _INIT_BYTES = 1 << 20
-_BASES = 4
-"""Initial states a zygote holds at most (the least recently forked from goes first)."""
+_BASES = 1
+"""Initial states a zygote holds: one (the runner keys zygotes by it), so a worker's memory never holds
+another task's initial state."""
 _REQUEST_BYTES = 1 << 16
 """A fork request's limit: a workspace path and an environment (a larger one is refused, not truncated)."""
 

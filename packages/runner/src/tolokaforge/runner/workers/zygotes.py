@@ -264,7 +264,7 @@ class Zygotes:
         base: WorkerBase | None = None,
     ) -> ForkedChild | None:
         """A worker forked from ``code``'s zygote (started if needed) to speak over ``conn``, or None: spawn it instead."""
-        key = code_key(code, self.limits)
+        key = code_key(code, self.limits, base)
         zygote = await self._zygote(key, code)
         if zygote is None:
             return None
@@ -363,8 +363,11 @@ def code_modules(code: WorkerCode) -> list[str]:
     return sorted({module_path for module_path, _ in code.tools.values()})
 
 
-def code_key(code: WorkerCode, limits: Limits) -> str:
+def code_key(code: WorkerCode, limits: Limits, base: WorkerBase | None = None) -> str:
     """What a zygote is keyed by: the bundle (its package name digests root and content), the modules
-    its workers import, and the limits they run under. Tasks using other tools of the same modules share it."""
-    material = json.dumps([str(code.root), code.package, code_modules(code), limits.to_json()])
+    its workers import, the limits they run under, and the initial state it holds. Tasks using other
+    tools of the same modules share it; tasks with other initial states do not, so no worker's memory
+    holds the initial state of a task other than its own."""
+    state = None if base is None else base.full_hash
+    material = json.dumps([str(code.root), code.package, code_modules(code), limits.to_json(), state])
     return hashlib.sha256(material.encode()).hexdigest()

@@ -10,13 +10,15 @@ machine load:
 - ``thread``: trusted mode, no worker at all -- the floor: what RegisterTrial + CleanupTrial cost
   without one.
 
-Part 1, worker start: sequential RegisterTrial + CleanupTrial of a trial whose one python tool is
-trivial (each starts one worker and kills it). Per trial: p50 latency and CPU -- this process (the
+Part 1, worker start: sequential RegisterTrial + one call of a trivial python tool + CleanupTrial
+(each trial starts one worker -- at its first call: the runner starts workers of code it has loaded
+before lazily -- and kills it). Per trial: p50 latency and CPU -- this process (the
 runner and its client) plus every descendant (zygote and workers, reaped ones included). A worker's
 start is the difference to the thread floor; the spawn/fork ratio is printed beside it.
 
 Part 2, the pack: RegisterTrial + CleanupTrial of each of the pack's tasks (their real tool code and
-initial state), at concurrency 1 and 16: trials/s and CPU per trial, same three runners.
+initial state), at concurrency 1 and 16: trials/s and CPU per trial, same three runners. Code the
+runner has loaded starts no worker at registration, so this is registration alone.
 
 The machine's 1-minute load average is printed beside each row.
 """
@@ -38,7 +40,13 @@ from pathlib import Path
 import psutil
 from grpclib.client import Channel
 
-from tolokaforge.contracts.runner import CleanupTrialRequest, RegisterTrialRequest, RunnerServiceStub
+from tolokaforge.contracts.runner import (
+    CleanupTrialRequest,
+    ExecuteToolRequest,
+    ExecutionStatus,
+    RegisterTrialRequest,
+    RunnerServiceStub,
+)
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.host import RunnerClient, build_trial_spec, load_pack
 from tolokaforge.runner import RunnerSettings, start_runner
@@ -96,6 +104,15 @@ async def _tiny(mode: str, trials: int, code: Path) -> tuple[float, float, float
         trial_id = f"t:{index}"
         response = await stub.register_trial(_register(trial_id, code))
         assert response.success, response.error
+        call = ExecuteToolRequest(
+            trial_id=trial_id,
+            tool_name="ping",
+            arguments_json='{"text": "x"}',
+            executor="agent",
+            call_id="c0",
+        )
+        answer = await stub.execute_tool(call)
+        assert answer.status == ExecutionStatus.SUCCESS, answer.error_message
         await stub.cleanup_trial(CleanupTrialRequest(trial_id=trial_id))
         return time.perf_counter() - started
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
-import socket
 import tempfile
 import time
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
+
+from runner_process import runner_process
 
 from tolokaforge.host import (
     GoldenAgentFactory,
@@ -47,22 +47,8 @@ async def embedded() -> AsyncGenerator[str]:
 
 @asynccontextmanager
 async def subprocess_runner() -> AsyncGenerator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    executable = shutil.which("tolokaforge-runner")
-    if executable is None:
-        raise SystemExit("tolokaforge-runner is not on PATH (run under `uv run`)")
-    process = await asyncio.create_subprocess_exec(
-        executable, "--port", str(port), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
-    )
-    assert process.stdout is not None
-    await asyncio.wait_for(process.stdout.readline(), timeout=60)
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        await process.wait()
+    async with runner_process() as (_, address):
+        yield address
 
 
 async def floor_rate(address: str, pack: Pack, concurrency: int, rounds: int) -> float:

@@ -27,8 +27,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
-import socket
 import statistics
 import sys
 import tempfile
@@ -40,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from runner_process import runner_process
 
 from tolokaforge.host import AgentRecipe, LLMOptions, RunSettings, llm_session, load_pack, run_pack
 
@@ -243,24 +242,10 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 @asynccontextmanager
-async def runner_process() -> AsyncGenerator[str]:
+async def threaded_runner() -> AsyncGenerator[str]:
     """``tolokaforge-runner`` in another process (thread isolation), so the host's process is the host alone."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    executable = shutil.which("tolokaforge-runner")
-    if executable is None:
-        raise SystemExit("tolokaforge-runner is not on PATH (run under `uv run`)")
-    process = await asyncio.create_subprocess_exec(
-        executable, "--port", str(port), "--isolation", "thread", stdout=asyncio.subprocess.PIPE
-    )
-    assert process.stdout is not None
-    await asyncio.wait_for(process.stdout.readline(), timeout=60)
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        await process.wait()
+    async with runner_process("--isolation", "thread") as (_, address):
+        yield address
 
 
 async def run_case(
@@ -322,7 +307,7 @@ async def main(args: argparse.Namespace) -> None:
         async with model_process(args.latency, args.turns) as server:
             for mode in args.runners.split(","):
                 async with contextlib.AsyncExitStack() as stack:
-                    runner = await stack.enter_async_context(runner_process()) if mode == "process" else None
+                    runner = await stack.enter_async_context(threaded_runner()) if mode == "process" else None
                     await run_case(pack_root, server, 8, 8, Path(tmp), runner)  # warm-up: imports, tools
                     for trials, concurrency in cases:
                         bare = await bare_rate(server, trials, concurrency, args.turns)

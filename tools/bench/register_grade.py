@@ -24,8 +24,6 @@ import argparse
 import asyncio
 import hashlib
 import json
-import shutil
-import socket
 import statistics
 import tempfile
 import time
@@ -37,6 +35,7 @@ from typing import Any
 from grpclib.client import Channel
 from grpclib.server import Server
 from runner_calls import PARAMS, TOOLS
+from runner_process import free_port, runner_process
 
 from tolokaforge.contracts.runner import (
     CleanupTrialRequest,
@@ -114,38 +113,16 @@ async def timed_async(call: Awaitable[object]) -> float:
     return time.perf_counter() - started
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @asynccontextmanager
-async def runner_process(isolation: str) -> AsyncGenerator[RunnerServiceStub]:
-    executable = shutil.which("tolokaforge-runner")
-    if executable is None:
-        raise SystemExit("tolokaforge-runner is not on PATH (run under `uv run`)")
-    port = free_port()
-    process = await asyncio.create_subprocess_exec(
-        executable,
-        "--port",
-        str(port),
-        "--store",
-        "memory",
-        "--isolation",
-        isolation,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    assert process.stdout is not None
-    await asyncio.wait_for(process.stdout.readline(), timeout=60)
-    channel = Channel("127.0.0.1", port)
-    try:
-        yield RunnerServiceStub(channel)
-    finally:
-        channel.close()
-        process.terminate()
-        await process.wait()
+async def runner_stub(isolation: str) -> AsyncGenerator[RunnerServiceStub]:
+    """A stub on ``tolokaforge-runner --store memory --isolation ISOLATION`` in another process."""
+    async with runner_process("--store", "memory", "--isolation", isolation) as (_, address):
+        host, port = address.rsplit(":", 1)
+        channel = Channel(host, int(port))
+        try:
+            yield RunnerServiceStub(channel)
+        finally:
+            channel.close()
 
 
 @asynccontextmanager
@@ -267,7 +244,7 @@ async def main() -> None:
             f"{'records':>8}{'reg 1st':>10}{'reg Nth':>10}{'plain':>10}{'grade =':>10}{'grade !=':>10}"
             f"{'loads':>10}{'echo':>10}{'hash':>10}{'1st/loads':>10}"
         )
-        async with runner_process(args.isolation) as stub, echo_server() as echo:
+        async with runner_stub(args.isolation) as stub, echo_server() as echo:
             await register(stub, "warm:0", spec_json("warm:0", task(code, 4)))
             await stub.cleanup_trial(CleanupTrialRequest(trial_id="warm:0"))
             for records in sizes:

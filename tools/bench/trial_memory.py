@@ -17,14 +17,14 @@ import argparse
 import asyncio
 import hashlib
 import json
-import shutil
 import tempfile
 from pathlib import Path
 
 import psutil
 from grpclib.client import Channel
-from register_grade import free_port, register, register_by_digest, task, touch
+from register_grade import register, register_by_digest, task, touch
 from runner_calls import TOOLS
+from runner_process import runner_process
 
 from tolokaforge.contracts.runner import CleanupTrialRequest, RunnerServiceStub
 
@@ -54,58 +54,47 @@ async def main() -> None:
     parser.add_argument("--trials", type=int, default=64)
     parser.add_argument("--isolation", choices=("process", "thread"), default="process")
     args = parser.parse_args()
-    executable = shutil.which("tolokaforge-runner")
-    if executable is None:
-        raise SystemExit("tolokaforge-runner is not on PATH (run under `uv run`)")
     with tempfile.TemporaryDirectory(prefix="tf-bench-") as scratch:
         code = Path(scratch)
         (code / "tools.py").write_text(TOOLS)
-        port = free_port()
-        process = await asyncio.create_subprocess_exec(
-            executable,
-            "--port",
-            str(port),
-            "--store",
-            "memory",
-            "--isolation",
-            args.isolation,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        assert process.stdout is not None
-        await asyncio.wait_for(process.stdout.readline(), timeout=60)
-        channel = Channel("127.0.0.1", port)
-        stub = RunnerServiceStub(channel)
-        try:
-            the_task = task(code, args.records)
-            task_json = json.dumps(the_task)
-            digest = hashlib.sha256(task_json.encode()).hexdigest()
-            base_rss, base_uss = footprint(process.pid)
-            ids = [f"{the_task['task_id']}:{index}" for index in range(args.trials)]
-            await register(stub, ids[0], json.dumps({"trial_id": ids[0]}), task_json, digest)
-            await touch(stub, ids[0], 0)
-            one_rss, one_uss = footprint(process.pid)
-            for trial_id in ids[1:]:
-                await register_by_digest(stub, trial_id, digest)
-            await asyncio.gather(*(touch(stub, trial_id, n) for n, trial_id in enumerate(ids[1:], 1)))
-            many_rss, many_uss = footprint(process.pid)
-            print(f"{args.records} records, isolation {args.isolation}; MiB")
-            print(f"{'':>16}{'runner PSS':>12}{'workers PSS':>13}{'total':>10}{'above floor':>13}")
-            base = base_rss + base_uss
-            for label, rss, uss in (
-                ("floor (0 trials)", base_rss, base_uss),
-                ("1 trial", one_rss, one_uss),
-                (f"{args.trials} trials", many_rss, many_uss),
-            ):
-                print(f"{label:>16}{rss:>12.1f}{uss:>13.1f}{rss + uss:>10.1f}{rss + uss - base:>13.1f}")
-            ratio = (many_rss + many_uss) / (one_rss + one_uss)
-            print(f"total for {args.trials} trials / total for 1: {ratio:.2f}x (bound: 2x)")
-            for trial_id in ids:
-                await stub.cleanup_trial(CleanupTrialRequest(trial_id=trial_id))
-        finally:
-            channel.close()
-            process.terminate()
-            await process.wait()
+        options = ("--store", "memory", "--isolation", args.isolation)
+        async with runner_process(*options) as (process, address):
+            await measure(process.pid, address, code, args.records, args.trials, args.isolation)
+
+
+async def measure(pid: int, address: str, code: Path, records: int, trials: int, isolation: str) -> None:
+    host, port = address.rsplit(":", 1)
+    channel = Channel(host, int(port))
+    stub = RunnerServiceStub(channel)
+    try:
+        the_task = task(code, records)
+        task_json = json.dumps(the_task)
+        digest = hashlib.sha256(task_json.encode()).hexdigest()
+        base_own, base_children = footprint(pid)
+        ids = [f"{the_task['task_id']}:{index}" for index in range(trials)]
+        await register(stub, ids[0], json.dumps({"trial_id": ids[0]}), task_json, digest)
+        await touch(stub, ids[0], 0)
+        one_own, one_children = footprint(pid)
+        for trial_id in ids[1:]:
+            await register_by_digest(stub, trial_id, digest)
+        await asyncio.gather(*(touch(stub, trial_id, n) for n, trial_id in enumerate(ids[1:], 1)))
+        many_own, many_children = footprint(pid)
+        print(f"{records} records, isolation {isolation}; MiB")
+        print(f"{'':>16}{'runner PSS':>12}{'workers PSS':>13}{'total':>10}{'above floor':>13}")
+        base = base_own + base_children
+        for label, own, children in (
+            ("floor (0 trials)", base_own, base_children),
+            ("1 trial", one_own, one_children),
+            (f"{trials} trials", many_own, many_children),
+        ):
+            total = own + children
+            print(f"{label:>16}{own:>12.1f}{children:>13.1f}{total:>10.1f}{total - base:>13.1f}")
+        ratio = (many_own + many_children) / (one_own + one_children)
+        print(f"total for {trials} trials / total for 1: {ratio:.2f}x (bound: 2x)")
+        for trial_id in ids:
+            await stub.cleanup_trial(CleanupTrialRequest(trial_id=trial_id))
+    finally:
+        channel.close()
 
 
 if __name__ == "__main__":

@@ -91,9 +91,15 @@ class StdioServer:
     def alive(self) -> bool:
         return not self.eof and not self._write_failed and not self.child.exited
 
+    def begin_call(self) -> None:
+        """A call's request is about to be sent: until it is written, nothing of it reached the server."""
+        self._last_written = -1
+
     def undelivered(self) -> bool:
         """Whether the last request never reached the server (call only once the server is gone)."""
-        if self._write_failed:
+        if self._write_failed or self._last_written < 0:
+            # Refused by the pipe, or never written: the connection closed before the request left
+            # the session (the server's exit was seen first).
             return True
         if self._last_written == 0:
             return False

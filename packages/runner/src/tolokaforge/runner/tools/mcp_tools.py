@@ -156,6 +156,8 @@ class McpSource:
         self._pulled = None
         session = await self._ensure_started()
         server = self._server
+        if server is not None:
+            server.begin_call()
         try:
             result = await session.call_tool(operation, dict(arguments))
         except MCPError as error:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -305,9 +306,24 @@ def tool_processes() -> list[psutil.Process]:
     repo = str(FIXTURES.parents[3])  # orphans of this checkout only: other checkouts may run on this machine
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(proc.info["cmdline"] or [])
-        if repo in cmdline and any(marker in cmdline for marker in markers):
+        if repo in cmdline and any(marker in cmdline for marker in markers) and not _anothers(proc):
             found[proc.pid] = proc
     return [p for p in found.values() if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def _anothers(proc: psutil.Process) -> bool:
+    """Whether ``proc`` is alive under another test process (a parallel pytest worker's, not a leak of ours)."""
+    try:
+        ancestors = proc.parents()
+    except psutil.Error:
+        return False
+    for ancestor in ancestors:
+        if ancestor.pid == os.getpid():
+            return False
+        with contextlib.suppress(psutil.Error):
+            if "pytest" in " ".join(ancestor.cmdline()) or "xdist" in " ".join(ancestor.cmdline()):
+                return True
+    return False
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -113,7 +113,7 @@ async def test_killed_runner_yields_trial_lost_then_a_clean_retry(
     assert summary.terminations() == {"user_stop": 1}
 
 
-async def test_a_trial_lost_on_its_last_attempt_makes_the_run_exit_1(
+async def test_a_trial_lost_on_every_attempt_is_unfinished_and_the_run_exits_1(
     packs_dir: Path,
     tmp_path: Path,
     runner_process: RunnerProcess,
@@ -139,8 +139,10 @@ async def test_a_trial_lost_on_its_last_attempt_makes_the_run_exit_1(
             ),
         )
 
-    assert summary.outcomes()["lost"] == 1
+    # Lost on its only attempt: never graded, so unfinished (no grade.yaml) and run again by --resume.
+    assert summary.outcomes()["unfinished"] == 1
     [row] = summary.not_passed()
-    assert row.kind == "lost" and "not found" in row.reason
+    assert row.kind == "unfinished" and "lost the trial on every attempt" in row.reason, row.reason
+    assert not (tmp_path / "trials" / TASK / "0" / "grade.yaml").exists()
     result = verdict(summary)
-    assert (result.code, result.line) == (1, "exit 1: 1 lost of 1 trials; pass rate 0.000 (0/1 passed)")
+    assert result.code == 1 and "1 unfinished of 1 trials" in result.line, result.line

@@ -5,7 +5,8 @@
 * GradeTrial ``success=false`` publishes no score: the runner's error is recorded as
   ``grading_error``. A TRIAL_NOT_FOUND error kind there means the runner lost the trial, like
   TRIAL_NOT_FOUND during the conversation.
-* ``trial_lost`` is retried: CleanupTrial first, then a new attempt under an attempt-scoped id.
+* ``trial_lost`` is retried: CleanupTrial first, then a new attempt under an attempt-scoped id; a
+  trial lost on every attempt is unfinished (below).
 * CleanupTrial runs after every attempt, whatever happened.
 * An attempt the infrastructure ended (the runner unreachable past its budget, a registration the
   runner says may succeed later) is *unfinished*: ``infrastructure_error`` says why, no grade is
@@ -113,6 +114,12 @@ async def run_trial(
         lost.append(LostAttempt(outcome.trial_id, outcome.episode.error or "trial lost"))
     assert outcome is not None
     outcome.lost_attempts = lost[:-1] if outcome.termination == TerminationReason.TRIAL_LOST else lost
+    if outcome.termination == TerminationReason.TRIAL_LOST and outcome.infrastructure_error is None:
+        # The runner lost every attempt: nothing was graded, so the trial is unfinished (no grade is
+        # written) and --resume runs it again, as after any other infrastructure failure.
+        outcome.infrastructure_error = (
+            f"the runner lost the trial on every attempt ({len(lost)}): {lost[-1].error}"
+        )
     outcome.usage = usage
     outcome.judge_price_known = settings.judge_model is None or settings.judge_model.price is not None
     outcome.wall_time_s = time.perf_counter() - started

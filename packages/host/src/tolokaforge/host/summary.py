@@ -40,7 +40,8 @@ DEFINITIONS: dict[str, str] = {
     "pass^k": "per task C(passed, k) / C(trials, k): k drawn trials all pass; mean over tasks",
     "pass@k": "per task 1 - C(failed, k) / C(trials, k): one of k drawn trials passes; mean over tasks",
     "outcomes": "trials by what became of them: passed, failed (graded, did not pass), not_gradeable "
-    "(ended without a grade), lost (runner lost it on the last attempt), unfinished (no grade.yaml)",
+    "(ended without a grade), lost (an earlier version's grade of a lost trial), unfinished (no grade.yaml; "
+    "infrastructure failures and trials lost on every attempt included)",
     "components": "per grade component: trials it was evaluated in, and its mean over those",
     "unscored_components": "per component: trials whose task configured it and whose grade left it unscored "
     "(a custom-checks suite under fail_on_error: false that could not run, say)",

@@ -7,9 +7,10 @@ passed         graded, and the grade passed
 failed         graded, and the grade did not pass (the agent's failure, not the harness's)
 not_gradeable  finished without a grade: an ending GradeTrial does not accept (error,
                tool_not_found, ...) or a grade the runner refused (a broken golden action)
-lost           the runner lost the trial on its last attempt (``trial_lost``)
+lost           a grade of an earlier version for a trial lost on its last attempt (now unfinished)
 unfinished     no ``grade.yaml``: the run stopped before the trial ended, the host failed on it, or
-               the infrastructure ended it (runner or state store unreachable); --resume runs it
+               the infrastructure ended it (runner or state store unreachable, or the runner lost
+               the trial on every attempt); --resume runs it
 =============  ===============================================================================
 """
 

@@ -58,7 +58,7 @@ async def test_the_servers_state_hashes_like_the_python_tools_and_resets(greenho
         code is not None and code.files is not None and "tau_tools/species.json" in code.files
     )  # data travels
     hashes: dict[str, tuple[str, list[str]]] = {}
-    async with open_runner(None) as runner:
+    async with open_runner(None, serve=True) as runner:
         host, port = runner.address.rsplit(":", 1)
         channel = Channel(host, int(port))
         stub = RunnerServiceStub(channel)

@@ -125,7 +125,10 @@ class ToloSession:
         stack = contextlib.AsyncExitStack()
         self._stack = stack
         # A contract test wants a quick verdict on an unreachable runner, not the host's 30 s patience.
-        client = await stack.enter_async_context(open_runner(self.settings.runner, transport_budget_s=10.0))
+        # serve: the fixtures' raw stub talks gRPC to the embedded runner too.
+        client = await stack.enter_async_context(
+            open_runner(self.settings.runner, transport_budget_s=10.0, serve=True)
+        )
         host, port = parse_address(client.address)
         channel = Channel(host, port)
         stack.callback(channel.close)

@@ -9,8 +9,9 @@
   backoff (a runner restarting on the same address comes back), up to ``transport_budget_s``; past
   that, :class:`RunnerUnavailableError`.
 
-``open_runner(None)`` starts the embedded runner (in this event loop, memory store) and
-``open_runner("host:port")`` connects to a running one; both yield a :class:`RunnerClient`.
+``open_runner(None)`` starts the embedded runner (in this event loop, memory store, called in process:
+no HTTP/2 between two ends on one core) and ``open_runner("host:port")`` connects to a running one over
+gRPC; both yield a :class:`RunnerClient`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import contextlib
 import json
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 import grpclib.exceptions
 from grpclib.client import Channel
@@ -28,6 +29,7 @@ from grpclib.const import Status
 
 from tolokaforge.contracts.runner import (
     CleanupTrialRequest,
+    CleanupTrialResponse,
     ExecuteToolRequest,
     ExecuteToolResponse,
     ExecutionStatus,
@@ -35,6 +37,8 @@ from tolokaforge.contracts.runner import (
     GradeTrialResponse,
     HealthCheckRequest,
     HealthCheckResponse,
+    RegisterTrialRequest,
+    RegisterTrialResponse,
     RegistrationErrorKind,
     RunnerServiceStub,
     ToolSchema,
@@ -88,15 +92,52 @@ def _is_infrastructure(response: ExecuteToolResponse) -> bool:
     return isinstance(details, dict) and "infrastructure" in details
 
 
+class RunnerStub(Protocol):
+    """The RunnerService calls the host makes: the generated gRPC stub, or the runner's in-process one."""
+
+    async def health_check(
+        self, message: HealthCheckRequest | None = None, *, timeout: float | None = None
+    ) -> HealthCheckResponse: ...
+
+    async def register_trial(
+        self, message: RegisterTrialRequest, *, timeout: float | None = None
+    ) -> RegisterTrialResponse: ...
+
+    async def execute_tool(
+        self, message: ExecuteToolRequest, *, timeout: float | None = None
+    ) -> ExecuteToolResponse: ...
+
+    async def grade_trial(
+        self, message: GradeTrialRequest, *, timeout: float | None = None
+    ) -> GradeTrialResponse: ...
+
+    async def cleanup_trial(
+        self, message: CleanupTrialRequest, *, timeout: float | None = None
+    ) -> CleanupTrialResponse: ...
+
+
 class RunnerClient:
-    """One channel to one runner, shared by every trial of a run (grpclib multiplexes on HTTP/2)."""
+    """One channel to one runner, shared by every trial of a run (grpclib multiplexes on HTTP/2).
+
+    With ``stub``, calls go to it instead (the embedded runner's in-process stub) and ``host:port``
+    only names the runner in messages.
+    """
 
     def __init__(
-        self, host: str, port: int, *, transport_budget_s: float = 30.0, rpc_timeout_s: float = 300.0
+        self,
+        host: str,
+        port: int,
+        *,
+        transport_budget_s: float = 30.0,
+        rpc_timeout_s: float = 300.0,
+        stub: RunnerStub | None = None,
     ) -> None:
         self.address = f"{host}:{port}"
-        self._channel = Channel(host, port)
-        self._stub = RunnerServiceStub(self._channel)
+        self._channel: Channel | None = None
+        if stub is None:
+            self._channel = Channel(host, port)
+            stub = RunnerServiceStub(self._channel)
+        self._stub: RunnerStub = stub
         self._accepts_task_digest: bool | None = None
         self._task_wires = TaskWires()
         self._tasks_sent: set[str] = set()
@@ -105,7 +146,8 @@ class RunnerClient:
         self._timeout = rpc_timeout_s
 
     def close(self) -> None:
-        self._channel.close()
+        if self._channel is not None:
+            self._channel.close()
 
     async def _retrying(
         self, what: str, call: Callable[[], Awaitable[_T]], budget_s: float | None = None
@@ -230,8 +272,14 @@ async def open_runner(
     *,
     transport_budget_s: float = 30.0,
     isolation: Literal["process", "thread"] = "process",
+    serve: bool = False,
 ) -> AsyncGenerator[RunnerClient]:
-    """A client of the runner at ``address``, or of an embedded runner (run with ``isolation``) started for the duration."""
+    """A client of the runner at ``address``, or of an embedded runner (run with ``isolation``) started for the duration.
+
+    The embedded runner is called in process unless ``serve``: then it also listens on a loopback port,
+    the client's ``address``, and is called over gRPC like any other (for callers that open their
+    own connections to it, e.g. the pytest plugin's raw stub).
+    """
     if address is not None:
         host, port = parse_address(address)
         client = RunnerClient(host, port, transport_budget_s=transport_budget_s)
@@ -242,8 +290,13 @@ async def open_runner(
         return
     from tolokaforge.runner import RunnerSettings, start_runner
 
-    handle = await start_runner(RunnerSettings(isolation=isolation))
-    client = RunnerClient(handle.host, handle.port, transport_budget_s=transport_budget_s)
+    handle = await start_runner(RunnerSettings(isolation=isolation), serve=serve)
+    if serve:
+        client = RunnerClient(handle.host, handle.port, transport_budget_s=transport_budget_s)
+    else:
+        client = RunnerClient(
+            "embedded", 0, transport_budget_s=transport_budget_s, stub=handle.in_process_stub()
+        )
     try:
         yield client
     finally:

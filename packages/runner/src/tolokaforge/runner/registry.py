@@ -348,7 +348,9 @@ class TrialRegistry:
                 lease_seconds=self.lease_seconds,
             )
             if known.full_hash is None:
-                known.full_hash = (await self.client.get_hashes(spec.trial_id)).full_hash
+                self.tasks.settle(known, (await self.client.get_hashes(spec.trial_id)).full_hash)
+                # Another task with the same tables was here first: start from its copy (same content).
+                mirror.start_from(known.initial, mirror.version)
             return mirror
         except ConflictError as error:
             # Held under another runner's live lease: registrable once that lease runs out.

@@ -1,7 +1,8 @@
 """Serve the RunnerService: in this process on an ephemeral loopback port, or as a service.
 
 ``start_runner`` is the one public way to get a runner: the host's embedded mode and the pytest
-plugin use it, and so does the ``tolokaforge-runner`` command.
+plugin use it, and so does the ``tolokaforge-runner`` command. With ``serve=False`` nothing listens:
+the runner is called through :meth:`RunnerHandle.in_process_stub` only (in_process.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from tolokaforge.db import StateClient
 
 from .executor import Isolation, ToolExecutor
 from .grpc_edge import EdgeLimits, GuardedServer
+from .in_process import InProcessStub
 from .process.sandbox import Limits
 from .process.supervisor import kill_all_supervised
 from .registry import TrialRegistry
@@ -52,12 +54,12 @@ class RunnerSettings:
 
 @dataclass
 class RunnerHandle:
-    """A running runner. ``address`` is ``host:port``; ``close()`` stops it and frees its state."""
+    """A running runner. ``address`` is ``host:port`` (port 0: not served); ``close()`` stops it and frees its state."""
 
     host: str
     port: int
     servicer: RunnerServicer
-    _server: Server
+    _server: Server | None
     _client: StateClient
     _executor: ToolExecutor
     _endpoint: StateEndpoint
@@ -67,9 +69,14 @@ class RunnerHandle:
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
+    def in_process_stub(self) -> InProcessStub:
+        """A stub calling this runner directly, from the event loop it was started in."""
+        return InProcessStub(self.servicer)
+
     async def close(self) -> None:
-        self._server.close()
-        await self._server.wait_closed()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
         # No tool process outlives the runner: every trial's servers and providers stop here.
         await self.servicer.registry.close()
         await self._endpoint.aclose()
@@ -96,8 +103,9 @@ async def _state_client(settings: RunnerSettings) -> tuple[StateClient, str]:
     return HttpStateClient(settings.db_url), "http"
 
 
-async def start_runner(settings: RunnerSettings | None = None) -> RunnerHandle:
-    """Start a runner in the current event loop and return once it accepts connections."""
+async def start_runner(settings: RunnerSettings | None = None, *, serve: bool = True) -> RunnerHandle:
+    """Start a runner in the current event loop and return once it accepts connections (with ``serve``;
+    without, it is reached through :meth:`RunnerHandle.in_process_stub` alone)."""
     settings = settings or RunnerSettings()
     client, store_name = await _state_client(settings)
     tmp = None
@@ -123,6 +131,8 @@ async def start_runner(settings: RunnerSettings | None = None) -> RunnerHandle:
     )
     registry.start_lease_renewal()
     servicer = RunnerServicer(registry, executor, store_name=store_name, limits=settings.edge)
+    if not serve:
+        return RunnerHandle(settings.host, 0, servicer, None, client, executor, endpoint, tmp)
     server = GuardedServer([servicer], settings.edge)
     # Bind first so an ephemeral port is known before serving (grpclib does not report it back).
     # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on sockets that say they are TCP, and

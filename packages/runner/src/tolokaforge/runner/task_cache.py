@@ -41,6 +41,8 @@ class KnownTask:
     initial: dict[str, Any]
     full_hash: str | None = None
     """Set after the first trial's state was created: later trials start from the store's copy."""
+    digest: str = ""
+    """The task's digest when the cache keeps it ("" for a task sent whole in a TrialSpec)."""
 
     @classmethod
     def of(cls, task: TaskDescription) -> KnownTask:
@@ -51,6 +53,10 @@ class TaskCache:
     def __init__(self, capacity: int = CAPACITY) -> None:
         self._capacity = capacity
         self._tasks: OrderedDict[str, KnownTask] = OrderedDict()
+        self._initials: dict[str, dict[str, Any]] = {}
+        """One copy of each initial state the kept tasks start from, by its full hash: tasks of one
+        pack often share their tables, and a forked worker is sent only the tables that are not its
+        zygote's very objects (workers/code.py)."""
 
     def __len__(self) -> int:
         return len(self._tasks)
@@ -73,9 +79,11 @@ class TaskCache:
                 )
             task = _validate(TaskDescription, parse_json(task_json, "task_json"), "invalid task_json")
             known = KnownTask.of(task)
+            known.digest = task_digest
             self._tasks[task_digest] = known
             while len(self._tasks) > self._capacity:
-                self._tasks.popitem(last=False)
+                _, evicted = self._tasks.popitem(last=False)
+                self._forget_initial(evicted.full_hash)
         else:
             self._tasks.move_to_end(task_digest)
         context = parse_json(trial_spec_json, "trial_spec_json")
@@ -86,6 +94,20 @@ class TaskCache:
         # A TaskDescription instance is taken as it is (pydantic does not revalidate instances).
         spec = _validate(TrialSpec, {**context, "task": known.task}, "invalid TrialSpec")
         return spec, known
+
+    def settle(self, known: KnownTask, full_hash: str) -> None:
+        """Record that ``known``'s initial state has ``full_hash``; a task whose initial state equals one
+        already kept then shares that copy of the tables (so ``known.initial`` may change here)."""
+        known.full_hash = full_hash
+        shared = self._initials.get(full_hash)
+        if shared is not None:
+            known.initial = shared
+        elif self._tasks.get(known.digest) is known:
+            self._initials[full_hash] = known.initial
+
+    def _forget_initial(self, full_hash: str | None) -> None:
+        if full_hash is not None and all(task.full_hash != full_hash for task in self._tasks.values()):
+            self._initials.pop(full_hash, None)
 
 
 def parse_json(text: str, what: str) -> Any:

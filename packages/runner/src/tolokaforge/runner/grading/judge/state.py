@@ -15,13 +15,12 @@ import json
 from collections.abc import Mapping
 from typing import Any, cast
 
-from jsonpath_ng.ext.parser import parse
-
 from tolokaforge.core.state_diff import ABSENT, diff_states
 from tolokaforge.db import NotFoundError
 
 from ...registry import INITIALIZED_SNAPSHOT
 from ...trial import TrialContext
+from ..jsonpath_checks import compiled_path
 
 __all__ = ["PRE_JUDGE_SNAPSHOT", "StateTools", "ToolRefused", "read_states", "render_diff"]
 
@@ -169,7 +168,7 @@ class StateTools:
             raise ToolRefused("'table' and 'path' must be strings")
         self._require_tables([table])
         try:
-            expression: Any = parse(path)
+            expression: Any = compiled_path(path)
             matches: list[Any] = [match.value for match in expression.find(self._tables[table])]
         except Exception as error:  # jsonpath_ng raises several unrelated types for a bad path
             raise ToolRefused(f"path {path!r} does not parse: {error}") from error

@@ -2,11 +2,12 @@
 
     uv run python tools/bench/host_run.py [--pack examples/packs/retail] [--trials 1]
 
-For concurrency 1 and 16, on the embedded runner (in this process) and on ``tolokaforge-runner`` in
-another process, it runs every task of the pack with the golden agent and prints trials/s. Beside each
-figure it prints the floor measured in the same run against the same runner: the rate of bare
-RegisterTrial + CleanupTrial round trips of the pack's own trial specs at the same concurrency, the
-least any trial costs before a single tool call or grade.
+For concurrency 1 and 16, on the embedded runner (in this process, called in process: what
+``tolokaforge run`` does without ``--runner``) and on ``tolokaforge-runner`` in another process (over
+gRPC), it runs every task of the pack with the golden agent and prints trials/s. Beside each figure it
+prints the floor measured in the same run against the same runner: the rate of bare RegisterTrial +
+CleanupTrial round trips of the pack's own trial specs at the same concurrency, the least any trial
+costs before a single tool call or grade.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from runner_process import runner_process
 
@@ -29,20 +31,17 @@ from tolokaforge.host import (
     UserRouter,
     build_trial_spec,
     load_pack,
+    open_runner,
     run_pack,
 )
-from tolokaforge.runner import start_runner
 
 CONCURRENCIES = (1, 16)
 
 
 @asynccontextmanager
-async def embedded() -> AsyncGenerator[str]:
-    handle = await start_runner()
-    try:
-        yield handle.address
-    finally:
-        await handle.close()
+async def embedded() -> AsyncGenerator[None]:
+    """run_pack starts its own embedded runner; the floor gets one of its own, the same way."""
+    yield None
 
 
 @asynccontextmanager
@@ -51,10 +50,13 @@ async def subprocess_runner() -> AsyncGenerator[str]:
         yield address
 
 
-async def floor_rate(address: str, pack: Pack, concurrency: int, rounds: int) -> float:
+async def floor_rate(address: str | None, pack: Pack, concurrency: int, rounds: int) -> float:
     """RegisterTrial + CleanupTrial round trips per second over the pack's specs."""
-    host, port = address.rsplit(":", 1)
-    client = RunnerClient(host, int(port))
+    async with open_runner(address) as client:
+        return await _floor_rate(client, pack, concurrency, rounds)
+
+
+async def _floor_rate(client: RunnerClient, pack: Pack, concurrency: int, rounds: int) -> float:
     specs = [
         build_trial_spec(loaded.task, run_id="floor", trial_index=index)
         for index in range(rounds)
@@ -68,14 +70,14 @@ async def floor_rate(address: str, pack: Pack, concurrency: int, rounds: int) ->
             await client.register(spec)
             await client.cleanup(spec.trial_id)
 
+    await asyncio.gather(*(one(i) for i in range(len(pack.tasks))))  # warm-up: each task sent once
     started = time.perf_counter()
     await asyncio.gather(*(one(i) for i in range(len(specs))))
     elapsed = time.perf_counter() - started
-    client.close()
     return len(specs) / elapsed
 
 
-async def trial_rate(address: str, pack: Pack, concurrency: int, trials: int) -> tuple[float, float]:
+async def trial_rate(address: str | None, pack: Pack, concurrency: int, trials: int) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="tf-bench-") as scratch:
         started = time.perf_counter()
         summary = await run_pack(
@@ -96,7 +98,8 @@ async def main() -> None:
     pack = load_pack(args.pack)
     print(f"pack {pack.name}: {len(pack.tasks)} tasks x {args.trials} trial(s), golden agent")
     print(f"{'runner':<11}{'conc':>5}{'trials/s':>11}{'floor reg+cleanup/s':>22}{'ratio':>8}{'pass':>7}")
-    for mode, opener in (("embedded", embedded), ("process", subprocess_runner)):
+    openers: tuple[tuple[str, Any], ...] = (("embedded", embedded), ("process", subprocess_runner))
+    for mode, opener in openers:
         async with opener() as address:
             await floor_rate(address, pack, 4, 1)  # warm-up: imports, code bundle, caches
             for concurrency in CONCURRENCIES:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 from tolokaforge.host.packs import load_pack
 from tolokaforge.host.runner_client import RunnerClient
@@ -33,6 +35,62 @@ async def test_trials_of_one_task_share_one_copy_and_a_forgetful_runner_is_sent_
         again = await client.register(build_trial_spec(first, run_id="r", trial_index=3))
         assert again.agent_tools == registered[0].agent_tools
         assert len(registry.tasks) == 1
+    finally:
+        client.close()
+        await runner.close()
+
+
+async def test_tasks_with_equal_initial_states_share_one_copy_of_the_tables() -> None:
+    pack = load_pack(RETAIL)  # its tasks all start from the same database
+    first, second = pack.tasks[0].task, pack.tasks[1].task
+    runner = await start_runner()
+    client = RunnerClient(runner.host, runner.port)
+    registry = runner.servicer.registry
+    try:
+        specs = [
+            build_trial_spec(first, run_id="r", trial_index=0),
+            build_trial_spec(second, run_id="r", trial_index=0),
+            build_trial_spec(second, run_id="r", trial_index=1),
+        ]
+        for spec in specs:
+            await client.register(spec)
+        contexts = [registry.get(spec.trial_id) for spec in specs]
+        shared = contexts[0].initial_tables
+        assert all(trial.initial_tables is shared for trial in contexts)
+        # Even the second task's first trial, registered before its hash was known, works on them.
+        for trial in contexts:
+            assert all(trial.mirror.tables[name] is table for name, table in shared.items())
+    finally:
+        client.close()
+        await runner.close()
+
+
+class _CountingStub:
+    """The in-process stub, counting HealthChecks."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.health_checks = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def health_check(self, message: Any = None, *, timeout: float | None = None) -> Any:
+        self.health_checks += 1
+        await asyncio.sleep(0.05)  # an answer that takes a while: every trial is waiting meanwhile
+        return await self.inner.health_check(message, timeout=timeout)
+
+
+async def test_the_first_trials_of_a_run_ask_the_runner_about_digests_once() -> None:
+    pack = load_pack(RETAIL)
+    runner = await start_runner(serve=False)
+    stub = _CountingStub(runner.in_process_stub())
+    client = RunnerClient("embedded", 0, stub=stub)
+    try:
+        specs = [build_trial_spec(loaded.task, run_id="r", trial_index=0) for loaded in pack.tasks[:16]]
+        await asyncio.gather(*(client.register(spec) for spec in specs))
+        assert stub.health_checks == 1
+        assert len(runner.servicer.registry.tasks) == 16  # and every one went by digest
     finally:
         client.close()
         await runner.close()

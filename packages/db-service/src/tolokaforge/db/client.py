@@ -59,12 +59,15 @@ class StateClient(Protocol):
         unstable_fields: Sequence[Mapping[str, Any]] = (),
         owner: str | None = None,
         lease_seconds: float | None = None,
+        parsed_json: bool = False,
     ) -> StateHashes:
         """Create the trial at version 0 from ``tables``, or (``tables`` None) from the initial state the
         store holds under the full hash ``from_state`` (NotFoundError with ``details["from_state"]``
         when it holds none: send the tables). ``schemas`` are TableSchema objects, ``unstable_fields``
         UnstableField objects; ``owner`` and ``lease_seconds`` (together) claim it for one runner
-        incarnation. Raises ConflictError when the trial exists and is not reclaimable."""
+        incarnation. ``parsed_json`` says the tables were parsed from JSON text, so JSON can hold
+        them: a client in this process need not encode them to find out. Raises ConflictError when
+        the trial exists and is not reclaimable."""
         ...
 
     async def get_state(

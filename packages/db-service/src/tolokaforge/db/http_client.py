@@ -120,8 +120,10 @@ class HttpStateClient:
         unstable_fields: Sequence[Mapping[str, Any]] = (),
         owner: str | None = None,
         lease_seconds: float | None = None,
+        parsed_json: bool = False,
     ) -> StateHashes:
-        """Create the trial; the full hash comes from a second request (TrialInfo carries the stable one)."""
+        """Create the trial; the full hash comes from a second request (TrialInfo carries the stable one).
+        ``parsed_json`` changes nothing here: the tables are encoded to be sent anyway."""
         body: dict[str, Any] = {"schemas": list(schemas), "unstable_fields": list(unstable_fields)}
         if tables is not None:
             body["tables"] = tables

@@ -4,7 +4,8 @@ It calls the same :class:`~tolokaforge.db.service.Service` the HTTP app calls, a
 through the same JSON encoding the wire does (refusing what JSON cannot hold). So it validates and
 fails exactly as the HTTP client does, and the caller's objects and the store's never alias: mutating
 what you sent or what you got back cannot change the stored state -- with one exception, for speed:
-the records of ``init_trial``'s tables are checked as the wire would check them but kept, not copied
+the records of ``init_trial``'s tables are checked as the wire would check them (unless the caller
+parsed them from JSON: ``parsed_json``) but kept, not copied
 (a large initial state would otherwise be encoded and parsed again), so they must never change
 afterwards. The runner's initial tables never do: they are shared by every trial of a task.
 """
@@ -76,6 +77,7 @@ class LocalStateClient:
         unstable_fields: Sequence[Mapping[str, Any]] = (),
         owner: str | None = None,
         lease_seconds: float | None = None,
+        parsed_json: bool = False,
     ) -> StateHashes:
         body: dict[str, Any] = {"schemas": list(schemas), "unstable_fields": list(unstable_fields)}
         if from_state is not None:
@@ -84,7 +86,8 @@ class LocalStateClient:
             body["owner"], body["lease_seconds"] = owner, lease_seconds
         body = _wire(body)
         if tables is not None:
-            dump_body(tables)  # refuses what JSON cannot hold, as the wire would
+            if not parsed_json:  # tables parsed from JSON text are JSON by construction
+                dump_body(tables)  # refuses what JSON cannot hold, as the wire would
             body["tables"] = dict(tables)
         await self._service.init_trial(trial_id, body)
         return await self.get_hashes(trial_id)

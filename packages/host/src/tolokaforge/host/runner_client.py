@@ -139,6 +139,7 @@ class RunnerClient:
             stub = RunnerServiceStub(self._channel)
         self._stub: RunnerStub = stub
         self._accepts_task_digest: bool | None = None
+        self._asking = asyncio.Lock()
         self._task_wires = TaskWires()
         self._tasks_sent: set[str] = set()
         """Digests of the tasks this runner has been sent (it may still have forgotten one)."""
@@ -179,10 +180,12 @@ class RunnerClient:
     async def _task_digests(self) -> bool:
         """Whether the runner takes a task once for many trials (HealthCheck says so; asked once)."""
         if self._accepts_task_digest is None:
-            try:
-                self._accepts_task_digest = (await self.health_check()).accepts_task_digest
-            except grpclib.exceptions.GRPCError:  # a runner that cannot say: the plain way
-                self._accepts_task_digest = False
+            async with self._asking:  # the run's first trials all start at once: one of them asks
+                if self._accepts_task_digest is None:
+                    try:
+                        self._accepts_task_digest = (await self.health_check()).accepts_task_digest
+                    except grpclib.exceptions.GRPCError:  # a runner that cannot say: the plain way
+                        self._accepts_task_digest = False
         return self._accepts_task_digest
 
     async def register(self, spec: TrialSpec) -> RegisteredTrial:

@@ -142,12 +142,12 @@ class TrialRegistry:
         mirror: TrialMirror | None = None
         trial: TrialContext | None = None
         sources: list[ToolSourceSession] = []
-        workspace = self._workspace(trial_id)
+        workspace = self._workspace_path(trial_id)
         try:
+            # Off the loop: the file system calls (a new folder, its files) wait on the disk.
             agent_tools, user_tools, code_root, code = await asyncio.to_thread(
-                self._build_registries, spec.task
+                self._prepare, spec.task, workspace
             )
-            seed_workspace(workspace, code_root, spec.task.initial_state.workspace_files)
             mirror = await self._create_state(spec, known)
             # Servers start after the state exists: an MCP server may read its tables while starting.
             sources = await self._start_servers(
@@ -237,7 +237,7 @@ class TrialRegistry:
                     await _stop_sources(trial.sources)
                 finally:
                     if trial.workspace is not None:
-                        shutil.rmtree(trial.workspace, ignore_errors=True)
+                        await asyncio.to_thread(shutil.rmtree, trial.workspace, ignore_errors=True)
         await self._forget_state(trial_id)
         return trial is not None
 
@@ -300,13 +300,23 @@ class TrialRegistry:
         code = worker_code(bundle.root, bundle.package, isolated) if isolated else None
         return agent, user, bundle.root, code
 
-    def _workspace(self, trial_id: str) -> Path:
+    def _workspace_path(self, trial_id: str) -> Path:
         # Named by a digest of the id: ids differing only in characters a directory name cannot hold
         # (':' '/' '#' '@') must never share a workspace.
-        path = self.work_dir / "workspaces" / hashlib.sha256(trial_id.encode("utf-8")).hexdigest()[:32]
-        shutil.rmtree(path, ignore_errors=True)
-        path.mkdir(parents=True)
-        return path
+        return self.work_dir / "workspaces" / hashlib.sha256(trial_id.encode("utf-8")).hexdigest()[:32]
+
+    def _prepare(
+        self, task: TaskDescription, workspace: Path
+    ) -> tuple[ToolRegistry, ToolRegistry, Path | None, WorkerCode | None]:
+        """The trial's tool registries, and its workspace made and seeded (blocking: run in a thread)."""
+        built = self._build_registries(task)
+        try:
+            workspace.mkdir(parents=True)
+        except FileExistsError:  # left by a runner that died before cleaning up
+            shutil.rmtree(workspace, ignore_errors=True)
+            workspace.mkdir(parents=True)
+        seed_workspace(workspace, built[2], task.initial_state.workspace_files, clear=False)
+        return built
 
     async def _start_servers(
         self,
@@ -346,6 +356,7 @@ class TrialRegistry:
                 unstable_fields=[field.model_dump(exclude_none=True) for field in initial.unstable_fields],
                 owner=self.owner,
                 lease_seconds=self.lease_seconds,
+                parsed_json=True,  # a task reaches the runner as JSON text (task_cache.py)
             )
             if known.full_hash is None:
                 self.tasks.settle(known, (await self.client.get_hashes(spec.trial_id)).full_hash)

@@ -15,12 +15,16 @@ from .errors import RegistrationError
 __all__ = ["seed_workspace"]
 
 
-def seed_workspace(workspace: Path, code_root: Path | None, files: Mapping[str, str]) -> None:
-    for child in workspace.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
+def seed_workspace(
+    workspace: Path, code_root: Path | None, files: Mapping[str, str], *, clear: bool = True
+) -> None:
+    """Copy ``files`` into ``workspace``, emptied first unless ``clear`` is False (a new, empty one)."""
+    if clear:
+        for child in workspace.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
     if not files:
         return
     if code_root is None:

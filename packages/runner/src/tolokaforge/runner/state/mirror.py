@@ -76,13 +76,15 @@ class TrialMirror:
         unstable_fields: Sequence[Mapping[str, Any]],
         owner: str | None = None,
         lease_seconds: float | None = None,
+        parsed_json: bool = False,
     ) -> TrialMirror:
         """Initialise the trial in the store (claimed by ``owner``) from ``initial``, shared, never changed.
 
         ``full_hash`` is the initial state's full hash: the store is first asked to start the trial
         from the initial state it holds under that hash (another trial's, of this task or another with
         the same tables), which costs nothing in the state's size; only a store holding none gets the
-        tables.
+        tables. ``parsed_json``: they were parsed from JSON text (the store's client may skip checking
+        that JSON can hold them).
         """
 
         async def init(tables: Mapping[str, Any] | None, from_state: str | None) -> int:
@@ -94,6 +96,7 @@ class TrialMirror:
                 unstable_fields=unstable_fields,
                 owner=owner,
                 lease_seconds=lease_seconds,
+                parsed_json=parsed_json,
             )
             return hashes.version
 

@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
+from tolokaforge.contracts.runner import (
+    CleanupTrialRequest,
+    CleanupTrialResponse,
+    ExecuteToolRequest,
+    ExecuteToolResponse,
+    GradeTrialRequest,
+    GradeTrialResponse,
+    HealthCheckRequest,
+    HealthCheckResponse,
+    RegisterTrialRequest,
+    RegisterTrialResponse,
+)
 from tolokaforge.host.packs import load_pack
 from tolokaforge.host.runner_client import RunnerClient
 from tolokaforge.host.trial_spec import build_trial_spec
 from tolokaforge.runner import start_runner
+from tolokaforge.runner.in_process import InProcessStub
 from tolokaforge.runner.task_cache import TaskCache
 
 RETAIL = Path(__file__).parents[3] / "examples" / "packs" / "retail"
@@ -68,17 +80,36 @@ async def test_tasks_with_equal_initial_states_share_one_copy_of_the_tables() ->
 class _CountingStub:
     """The in-process stub, counting HealthChecks."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: InProcessStub) -> None:
         self.inner = inner
         self.health_checks = 0
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    async def health_check(self, message: Any = None, *, timeout: float | None = None) -> Any:
+    async def health_check(
+        self, message: HealthCheckRequest | None = None, *, timeout: float | None = None
+    ) -> HealthCheckResponse:
         self.health_checks += 1
         await asyncio.sleep(0.05)  # an answer that takes a while: every trial is waiting meanwhile
         return await self.inner.health_check(message, timeout=timeout)
+
+    async def register_trial(
+        self, message: RegisterTrialRequest, *, timeout: float | None = None
+    ) -> RegisterTrialResponse:
+        return await self.inner.register_trial(message, timeout=timeout)
+
+    async def execute_tool(
+        self, message: ExecuteToolRequest, *, timeout: float | None = None
+    ) -> ExecuteToolResponse:
+        return await self.inner.execute_tool(message, timeout=timeout)
+
+    async def grade_trial(
+        self, message: GradeTrialRequest, *, timeout: float | None = None
+    ) -> GradeTrialResponse:
+        return await self.inner.grade_trial(message, timeout=timeout)
+
+    async def cleanup_trial(
+        self, message: CleanupTrialRequest, *, timeout: float | None = None
+    ) -> CleanupTrialResponse:
+        return await self.inner.cleanup_trial(message, timeout=timeout)
 
 
 async def test_the_first_trials_of_a_run_ask_the_runner_about_digests_once() -> None:

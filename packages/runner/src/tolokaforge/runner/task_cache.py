@@ -13,12 +13,9 @@ refused here, where the request is at fault, rather than by the store later.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -80,9 +77,8 @@ class TaskCache:
                 raise RegistrationError(
                     f"task_digest {task_digest} is not the SHA-256 of task_json ({actual})"
                 )
-            with _collector_paused():
-                task = _validate(TaskDescription, parse_json(task_json, "task_json"), "invalid task_json")
-                known = KnownTask.of(task)
+            task = _validate(TaskDescription, parse_json(task_json, "task_json"), "invalid task_json")
+            known = KnownTask.of(task)
             known.digest = task_digest
             self._tasks[task_digest] = known
             while len(self._tasks) > self._capacity:
@@ -112,24 +108,6 @@ class TaskCache:
     def _forget_initial(self, full_hash: str | None) -> None:
         if full_hash is not None and all(task.full_hash != full_hash for task in self._tasks.values()):
             self._initials.pop(full_hash, None)
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Generator[None]:
-    """No cyclic garbage collection meanwhile.
-
-    Parsing a big task makes tens of thousands of containers and no cycle, and each thousand or so
-    new containers start a collection that walks what the runner holds (other tasks' states): at 10k
-    records that was a third of the parse. Nothing here awaits, so no other work runs meanwhile.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def parse_json(text: str, what: str) -> Any:

@@ -32,6 +32,9 @@ __all__ = ["CodeBundle", "load_code"]
 
 _PREFIX = "_tolokaforge_code_"
 _lock = threading.Lock()
+_materialised: dict[Path, Path] = {}
+"""Bundle directories this process wrote in full, to their resolved paths (named by content: written
+once, then only read)."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,11 @@ def load_code(code: ToolCode, work_dir: Path) -> CodeBundle:
         assert code.files is not None
         digest = _digest_files(code.files)
         with _lock:  # another registration may be importing from this very bundle
-            root = _materialise(code.files, work_dir / f"code-{digest[:24]}")
+            target = work_dir / f"code-{digest[:24]}"
+            # Every trial of a task brings the same files: write (and check) them once, not per trial.
+            root = _materialised.get(target)
+            if root is None or not root.is_dir():
+                root = _materialised[target] = _materialise(code.files, target)
     package = f"{_PREFIX}{hashlib.sha256(f'{root}|{digest}'.encode()).hexdigest()[:24]}"
     with _lock:
         if package not in sys.modules:

@@ -144,10 +144,15 @@ class TrialRegistry:
         sources: list[ToolSourceSession] = []
         workspace = self._workspace_path(trial_id)
         try:
-            # Off the loop: the file system calls (a new folder, its files) wait on the disk.
-            agent_tools, user_tools, code_root, code = await asyncio.to_thread(
-                self._prepare, spec.task, workspace
-            )
+            if known.code_loaded:
+                # A fraction of a millisecond: a thread would cost more in waiting for one (and for
+                # the GIL) than it saves, when hundreds of trials register at once.
+                agent_tools, user_tools, code_root, code = self._prepare(spec.task, workspace)
+            else:  # the first load of the task's code may import it: slow, so off the loop
+                agent_tools, user_tools, code_root, code = await asyncio.to_thread(
+                    self._prepare, spec.task, workspace
+                )
+                known.code_loaded = True
             mirror = await self._create_state(spec, known)
             # Servers start after the state exists: an MCP server may read its tables while starting.
             sources = await self._start_servers(
@@ -237,7 +242,7 @@ class TrialRegistry:
                     await _stop_sources(trial.sources)
                 finally:
                     if trial.workspace is not None:
-                        await asyncio.to_thread(shutil.rmtree, trial.workspace, ignore_errors=True)
+                        shutil.rmtree(trial.workspace, ignore_errors=True)
         await self._forget_state(trial_id)
         return trial is not None
 

@@ -43,6 +43,8 @@ class KnownTask:
     """Set after the first trial's state was created: later trials start from the store's copy."""
     digest: str = ""
     """The task's digest when the cache keeps it ("" for a task sent whole in a TrialSpec)."""
+    code_loaded: bool = False
+    """A trial of this task has loaded its tool code (imported it, for trusted tools) already."""
 
     @classmethod
     def of(cls, task: TaskDescription) -> KnownTask:

@@ -16,11 +16,9 @@ tokens, cost and tool calls), and the judge's own transcript is written beside i
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -37,15 +35,15 @@ from .trace_results import trace_results_dict, trace_summary_dict
 __all__ = [
     "JUDGE_TRANSCRIPT",
     "NOT_EVALUATED",
-    "ResultWriter",
+    "TrialFiles",
     "WrittenTrial",
     "configured_components",
     "dump_yaml",
     "grade_to_dict",
     "is_finished",
     "read_yaml",
+    "render_trial",
     "trial_dir",
-    "write_outcome",
 ]
 
 NOT_EVALUATED = -1.0
@@ -255,7 +253,7 @@ def dump_yaml(data: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class WrittenTrial:
-    """What :func:`write_outcome` wrote, as the documents themselves (the summary's row is built from them)."""
+    """What :func:`render_trial` rendered, as the documents themselves (the summary's row is built from them)."""
 
     directory: Path
     trajectory: dict[str, Any]
@@ -265,16 +263,18 @@ class WrittenTrial:
 
 
 @dataclass(frozen=True)
-class _Files:
-    """One trial's files as text, in the order they are written (grade.yaml, when there is one, last)."""
+class TrialFiles:
+    """One trial's files, in the order they are written (grade.yaml, when there is one, last): each a
+    document written as YAML, or a text written as it is. Picklable: another process may write them."""
 
     directory: Path
-    texts: tuple[tuple[str, str], ...]
+    documents: tuple[tuple[str, dict[str, Any] | str], ...]
     finished: bool
 
     def store(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        for name, text in self.texts:
+        for name, document in self.documents:
+            text = document if isinstance(document, str) else dump_yaml(document)
             temporary = self.directory / (name + ".tmp")
             temporary.write_text(text, encoding="utf-8")
             os.replace(temporary, self.directory / name)
@@ -282,73 +282,31 @@ class _Files:
             (self.directory / "grade.yaml").unlink(missing_ok=True)
 
 
-def _render(
-    output: Path, outcome: TrialOutcome, configured: Sequence[str], finished: bool
-) -> tuple[WrittenTrial, _Files]:
+def render_trial(
+    output: Path, outcome: TrialOutcome, configured: Sequence[str] = (), *, finished: bool = True
+) -> tuple[WrittenTrial, TrialFiles]:
+    """The trial's documents, and its files to write; unfinished (infrastructure ended it): no grade.yaml."""
     directory = trial_dir(output, outcome.task_id, outcome.trial_index)
     trajectory, metrics = trajectory_dict(outcome), metrics_dict(outcome)
-    texts = [("trajectory.yaml", dump_yaml(trajectory)), ("metrics.yaml", dump_yaml(metrics))]
+    documents: list[tuple[str, dict[str, Any] | str]] = [
+        ("trajectory.yaml", trajectory),
+        ("metrics.yaml", metrics),
+    ]
     if not finished:
-        return WrittenTrial(directory, trajectory, metrics, None), _Files(directory, tuple(texts), False)
+        files = TrialFiles(directory, tuple(documents), False)
+        return WrittenTrial(directory, trajectory, metrics, None), files
     if outcome.grade is not None and outcome.grade.judge_report is not None:
         transcript = outcome.grade.judge_report.transcript_json
         if transcript:
-            texts.append((JUDGE_TRANSCRIPT, _readable_json(transcript)))
+            documents.append((JUDGE_TRANSCRIPT, _readable_json(transcript)))
     grade = (
         grade_to_dict(outcome.grade, configured, judge_price_known=outcome.judge_price_known)
         if outcome.grade is not None
         else _ungraded(outcome)
     )
     grade["trial_id"] = outcome.trial_id
-    texts.append(("grade.yaml", dump_yaml(grade)))  # last: its presence marks the trial finished
-    return WrittenTrial(directory, trajectory, metrics, grade), _Files(directory, tuple(texts), True)
-
-
-def write_outcome(
-    output: Path, outcome: TrialOutcome, configured: Sequence[str] = (), *, finished: bool = True
-) -> WrittenTrial:
-    """The trial's files; ``finished`` False (infrastructure ended it) writes no grade.yaml."""
-    written, files = _render(output, outcome, configured, finished)
-    files.store()
-    return written
-
-
-class ResultWriter:
-    """Writes trials' files off the event loop: the documents are built and serialised on the caller's
-    thread, and only the file-system calls run on a background thread.
-
-    Creating a folder and three files costs milliseconds of waiting on a busy disk, during which an event
-    loop driving a hundred trials would stand still. Each trial's files are written in order, grade.yaml
-    last, so a trial is finished on disk exactly when its grade.yaml appears. A failed write is raised by
-    the next :meth:`write` or by :meth:`drain`, which a run awaits before it summarises.
-    """
-
-    def __init__(self, workers: int = 2) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tolokaforge-results")
-        self._pending: list[Future[None]] = []
-
-    def write(
-        self, output: Path, outcome: TrialOutcome, configured: Sequence[str] = (), *, finished: bool = True
-    ) -> WrittenTrial:
-        """As :func:`write_outcome`; the files are on disk once :meth:`drain` returns."""
-        still: list[Future[None]] = []
-        for future in self._pending:
-            if not future.done():
-                still.append(future)
-            elif (error := future.exception()) is not None:
-                raise error
-        written, files = _render(output, outcome, configured, finished)
-        still.append(self._pool.submit(files.store))
-        self._pending = still
-        return written
-
-    async def drain(self) -> None:
-        pending, self._pending = self._pending, []
-        await asyncio.gather(*(asyncio.wrap_future(future) for future in pending))
-
-    def close(self) -> None:
-        """Waits for the writes still running (an interrupted run keeps every trial it finished)."""
-        self._pool.shutdown(wait=True)
+    documents.append(("grade.yaml", grade))  # last: its presence marks the trial finished
+    return WrittenTrial(directory, trajectory, metrics, grade), TrialFiles(directory, tuple(documents), True)
 
 
 def read_yaml(path: Path) -> dict[str, Any]:

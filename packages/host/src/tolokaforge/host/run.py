@@ -27,7 +27,8 @@ from .errors import ConfigError
 from .manifest import RunIdentity, read_manifest, refuse_resume_if_different, utc_now, write_manifest
 from .packs.loader import LoadedTask, Pack
 from .ray_backend import RaySettings
-from .results import ResultWriter, configured_components, is_finished, trial_dir
+from .result_writer import ResultWriter
+from .results import configured_components, is_finished, trial_dir
 from .runner_client import RunnerClient, open_runner
 from .summary import RunSummary, summarise, write_summary
 from .trial_rows import TrialRow, row_of

@@ -1,0 +1,64 @@
+"""The result-file helper process: it writes what it is sent, reports its failures, and its death loses nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tolokaforge.host import result_writer
+from tolokaforge.host.file_writer import FileWriterProcess, HelperGone
+from tolokaforge.host.results import TrialFiles, dump_yaml, read_yaml
+
+
+def _files(directory: Path, *, finished: bool = True) -> TrialFiles:
+    documents: list[tuple[str, dict[str, object] | str]] = [
+        ("trajectory.yaml", {"messages": [{"role": "user", "content": "hi\nthere"}]}),
+        ("metrics.yaml", {"turns": 1}),
+        ("judge_transcript.json", '{"a": 1}\n'),
+    ]
+    if finished:
+        documents.append(("grade.yaml", {"score": 1.0, "trial_id": "t:0"}))
+    return TrialFiles(directory, tuple(documents), finished)
+
+
+def test_the_helper_writes_every_file_as_this_process_would(tmp_path: Path) -> None:
+    helper = FileWriterProcess()
+    try:
+        files = _files(tmp_path / "t" / "0")
+        helper.write(files)
+        for name, document in files.documents:
+            text = (files.directory / name).read_text(encoding="utf-8")
+            assert text == (document if isinstance(document, str) else dump_yaml(document))
+        assert read_yaml(files.directory / "grade.yaml")["score"] == 1.0
+        assert not list(files.directory.glob("*.tmp"))
+        # An unfinished trial loses a grade.yaml left by an earlier attempt.
+        helper.write(_files(files.directory, finished=False))
+        assert not (files.directory / "grade.yaml").exists()
+    finally:
+        helper.close()
+    assert not helper.alive  # closing its input ends it
+
+
+def test_a_write_the_helper_cannot_do_is_raised_with_its_reason(tmp_path: Path) -> None:
+    (tmp_path / "blocked").write_text("a file where a folder should be")
+    helper = FileWriterProcess()
+    try:
+        with pytest.raises(NotADirectoryError, match="blocked"):  # raised here as it was there
+            helper.write(_files(tmp_path / "blocked" / "0"))
+        helper.write(_files(tmp_path / "ok" / "0"))  # and it goes on
+        assert (tmp_path / "ok" / "0" / "grade.yaml").is_file()
+    finally:
+        helper.close()
+
+
+def test_a_dead_helper_loses_no_files(tmp_path: Path) -> None:
+    helper = FileWriterProcess()
+    helper._process.kill()  # pyright: ignore[reportPrivateUsage]  -- the OOM killer's doing
+    helper._process.wait()  # pyright: ignore[reportPrivateUsage]
+    with pytest.raises(HelperGone):
+        helper.write(_files(tmp_path / "a" / "0"))
+    helper.close()
+    # The writer's path: a dead helper is replaced, or the files are written here.
+    result_writer._write(_files(tmp_path / "b" / "0"))  # pyright: ignore[reportPrivateUsage]
+    assert read_yaml(tmp_path / "b" / "0" / "grade.yaml")["trial_id"] == "t:0"

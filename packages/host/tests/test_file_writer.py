@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tolokaforge.host import result_writer
 from tolokaforge.host.file_writer import FileWriterProcess, HelperGone
+from tolokaforge.host.result_writer import ResultWriter
 from tolokaforge.host.results import TrialFiles, dump_yaml, read_yaml
 
 
@@ -59,6 +59,20 @@ def test_a_dead_helper_loses_no_files(tmp_path: Path) -> None:
     with pytest.raises(HelperGone):
         helper.write(_files(tmp_path / "a" / "0"))
     helper.close()
-    # The writer's path: a dead helper is replaced, or the files are written here.
-    result_writer._write(_files(tmp_path / "b" / "0"))  # pyright: ignore[reportPrivateUsage]
-    assert read_yaml(tmp_path / "b" / "0" / "grade.yaml")["trial_id"] == "t:0"
+
+
+async def test_a_run_whose_helper_dies_still_writes_every_trial(tmp_path: Path) -> None:
+    writer = ResultWriter(helper=True)
+    try:
+        writer._write(_files(tmp_path / "a" / "0"))  # pyright: ignore[reportPrivateUsage]  -- starts it
+        helper = writer._helper  # pyright: ignore[reportPrivateUsage]
+        assert helper is not None and helper.alive
+        helper._process.kill()  # pyright: ignore[reportPrivateUsage]
+        helper._process.wait()  # pyright: ignore[reportPrivateUsage]
+        for index in range(1, 4):
+            writer._write(_files(tmp_path / "a" / str(index)))  # pyright: ignore[reportPrivateUsage]
+    finally:
+        writer.close()
+    for index in range(4):
+        assert read_yaml(tmp_path / "a" / str(index) / "grade.yaml")["trial_id"] == "t:0"
+    assert writer._helper is None  # pyright: ignore[reportPrivateUsage]  -- and nothing is left running

@@ -27,7 +27,7 @@ from .errors import ConfigError
 from .manifest import RunIdentity, read_manifest, refuse_resume_if_different, utc_now, write_manifest
 from .packs.loader import LoadedTask, Pack
 from .ray_backend import RaySettings
-from .result_writer import ResultWriter
+from .result_writer import HELPER_MIN_TRIALS, ResultWriter
 from .results import configured_components, is_finished, trial_dir
 from .runner_client import RunnerClient, open_runner
 from .summary import RunSummary, summarise, write_summary
@@ -217,7 +217,7 @@ async def run_pack(
         crashes[key] = f"the host failed on it: {error}"
 
     started = time.perf_counter()
-    writer = ResultWriter()
+    writer = ResultWriter(helper=len(todo) >= HELPER_MIN_TRIALS)
     try:
         if todo and settings.ray is not None:
             from .ray_backend.driver import ray_pool  # Ray costs seconds to import: only runs that use it

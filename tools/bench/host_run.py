@@ -1,13 +1,14 @@
 """Benchmark: golden-agent trials per second on the retail pack, embedded and against a runner process.
 
-    uv run python tools/bench/host_run.py [--pack examples/packs/retail] [--trials 1]
+    uv run python tools/bench/host_run.py [--pack examples/packs/retail] [--trials 1] [--golden-replay task|trial]
 
 For concurrency 1 and 16, on the embedded runner (in this process, called in process: what
 ``tolokaforge run`` does without ``--runner``) and on ``tolokaforge-runner`` in another process (over
 gRPC), it runs every task of the pack with the golden agent and prints trials/s. Beside each figure it
 prints the floor measured in the same run against the same runner: the rate of bare RegisterTrial +
 CleanupTrial round trips of the pack's own trial specs at the same concurrency, the least any trial
-costs before a single tool call or grade.
+costs before a single tool call or grade. ``--golden-replay trial`` makes both runners replay the golden
+path for every trial (the default reuses a task's once two replays agree: docs/grading.md).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from runner_process import runner_process
 
@@ -39,14 +40,14 @@ CONCURRENCIES = (1, 16)
 
 
 @asynccontextmanager
-async def embedded() -> AsyncGenerator[None]:
+async def embedded(golden_replay: str) -> AsyncGenerator[None]:
     """run_pack starts its own embedded runner; the floor gets one of its own, the same way."""
     yield None
 
 
 @asynccontextmanager
-async def subprocess_runner() -> AsyncGenerator[str]:
-    async with runner_process() as (_, address):
+async def subprocess_runner(golden_replay: str) -> AsyncGenerator[str]:
+    async with runner_process("--golden-replay", golden_replay) as (_, address):
         yield address
 
 
@@ -77,14 +78,22 @@ async def _floor_rate(client: RunnerClient, pack: Pack, concurrency: int, rounds
     return len(specs) / elapsed
 
 
-async def trial_rate(address: str | None, pack: Pack, concurrency: int, trials: int) -> tuple[float, float]:
+async def trial_rate(
+    address: str | None, pack: Pack, concurrency: int, trials: int, golden_replay: Literal["task", "trial"]
+) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="tf-bench-") as scratch:
         started = time.perf_counter()
         summary = await run_pack(
             pack,
             GoldenAgentFactory(),
             UserRouter(),
-            RunSettings(output=Path(scratch) / "run", trials=trials, concurrency=concurrency, runner=address),
+            RunSettings(
+                output=Path(scratch) / "run",
+                trials=trials,
+                concurrency=concurrency,
+                runner=address,
+                golden_replay=golden_replay,
+            ),
         )
         elapsed = time.perf_counter() - started
     return summary.ran / elapsed, summary.pass_rate
@@ -94,17 +103,21 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--pack", type=Path, default=Path("examples/packs/retail"))
     parser.add_argument("--trials", type=int, default=1, help="trials per task")
+    parser.add_argument("--golden-replay", choices=("task", "trial"), default="task")
     args = parser.parse_args()
     pack = load_pack(args.pack)
-    print(f"pack {pack.name}: {len(pack.tasks)} tasks x {args.trials} trial(s), golden agent")
+    print(
+        f"pack {pack.name}: {len(pack.tasks)} tasks x {args.trials} trial(s), golden agent, "
+        f"golden replay per {args.golden_replay}"
+    )
     print(f"{'runner':<11}{'conc':>5}{'trials/s':>11}{'floor reg+cleanup/s':>22}{'ratio':>8}{'pass':>7}")
     openers: tuple[tuple[str, Any], ...] = (("embedded", embedded), ("process", subprocess_runner))
     for mode, opener in openers:
-        async with opener() as address:
+        async with opener(args.golden_replay) as address:
             await floor_rate(address, pack, 4, 1)  # warm-up: imports, code bundle, caches
             for concurrency in CONCURRENCIES:
                 floor = await floor_rate(address, pack, concurrency, args.trials)
-                rate, passed = await trial_rate(address, pack, concurrency, args.trials)
+                rate, passed = await trial_rate(address, pack, concurrency, args.trials, args.golden_replay)
                 print(
                     f"{mode:<11}{concurrency:>5}{rate:>11.2f}{floor:>22.2f}{rate / floor:>8.2f}{passed:>7.2f}"
                 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,8 @@ from tolokaforge.runner.cli import ENV_PREFIX, RunnerOptions, parse_options
 def test_every_option_has_a_variable_under_the_runner_prefix() -> None:
     env = {env_var(ENV_PREFIX, name): value for name, value in
            {"host": "127.0.0.2", "port": "6000", "db_url": "http://127.0.0.1:1", "tool_timeout": "2.5",
-            "isolation": "thread", "lease": "4"}.items()}  # fmt: skip
+            "isolation": "thread", "lease": "4", "golden_replay": "trial",
+            "work_dir": "/srv/scratch"}.items()}  # fmt: skip
     options = parse_options([], env)
     assert options == RunnerOptions(
         host="127.0.0.2",
@@ -24,6 +26,8 @@ def test_every_option_has_a_variable_under_the_runner_prefix() -> None:
         tool_timeout=2.5,
         isolation="thread",
         lease=4,
+        golden_replay="trial",
+        work_dir=Path("/srv/scratch"),
     )
     assert parse_options(["--port", "7000"], env).port == 7000  # a flag wins over its variable
     assert parse_options(["--isolation", "process"], env).isolation == "process"
@@ -39,6 +43,8 @@ def test_every_option_has_a_variable_under_the_runner_prefix() -> None:
         "idle_timeout",
         "receive_timeout",
         "max_streams",
+        "golden_replay",
+        "work_dir",
     }
 
 

@@ -46,6 +46,9 @@ class RunSettings:
     """``host:port`` of a running runner; None starts the embedded one."""
     isolation: Literal["process", "thread"] = "process"
     """How the embedded runner runs python tools (docs/isolation.md); a remote runner decides for itself."""
+    golden_replay: Literal["task", "trial"] = "task"
+    """Whether the embedded runner reuses a task's golden replay once two trials' replays agree
+    (``task``) or replays it for every trial (docs/grading.md); a remote runner decides for itself."""
     resume: bool = False
     task_ids: tuple[str, ...] = ()
     max_attempts: int = 3
@@ -229,12 +232,16 @@ async def run_pack(
                 transport_budget_s=settings.transport_budget_s,
                 preflight_budget_s=settings.preflight_budget_s,
                 isolation=settings.isolation,
+                golden_replay=settings.golden_replay,
             ) as pool:
                 begin(pool.facts)
                 await pool.run(todo, finish, crash)
         elif todo:
             async with open_runner(
-                settings.runner, transport_budget_s=settings.transport_budget_s, isolation=settings.isolation
+                settings.runner,
+                transport_budget_s=settings.transport_budget_s,
+                isolation=settings.isolation,
+                golden_replay=settings.golden_replay,
             ) as runner:
                 begin(await _runner_facts(runner, settings))  # unreachable: raised here, in seconds
                 gate = asyncio.Semaphore(settings.concurrency)

@@ -275,9 +275,11 @@ async def open_runner(
     *,
     transport_budget_s: float = 30.0,
     isolation: Literal["process", "thread"] = "process",
+    golden_replay: Literal["task", "trial"] = "task",
     serve: bool = False,
 ) -> AsyncGenerator[RunnerClient]:
-    """A client of the runner at ``address``, or of an embedded runner (run with ``isolation``) started for the duration.
+    """A client of the runner at ``address``, or of an embedded runner (run with ``isolation`` and
+    ``golden_replay``) started for the duration.
 
     The embedded runner is called in process unless ``serve``: then it also listens on a loopback port,
     the client's ``address``, and is called over gRPC like any other (for callers that open their
@@ -293,7 +295,7 @@ async def open_runner(
         return
     from tolokaforge.runner import RunnerSettings, start_runner
 
-    handle = await start_runner(RunnerSettings(isolation=isolation), serve=serve)
+    handle = await start_runner(RunnerSettings(isolation=isolation, golden_replay=golden_replay), serve=serve)
     if serve:
         client = RunnerClient(handle.host, handle.port, transport_budget_s=transport_budget_s)
     else:

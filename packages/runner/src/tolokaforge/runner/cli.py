@@ -15,6 +15,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -72,6 +73,17 @@ class RunnerOptions(BaseModel):
         "thread: trusted mode, in this process, only for code you trust",
     )
 
+    golden_replay: Literal["task", "trial"] = Field(
+        "task",
+        description="task: replay a task's golden path until two trials' replays agree, then reuse "
+        "the outcome; trial: replay it for every trial (docs/grading.md)",
+    )
+    work_dir: Path | None = Field(
+        None,
+        description="scratch for workspaces, logs and code bundles (default: a new directory in "
+        "/dev/shm when it is a tmpfs with 1 GiB free, else in the temporary directory)",
+    )
+
     @model_validator(mode="after")
     def _store_matches_db_url(self) -> RunnerOptions:
         if self.store == "http" and not self.db_url:
@@ -122,6 +134,8 @@ def _run(argv: Sequence[str] | None) -> int:
             max_concurrent_streams=options.max_streams,
         ),
         isolation=options.isolation,
+        golden_replay=options.golden_replay,
+        work_dir=options.work_dir,
     )
     try:
         asyncio.run(_serve(settings))

@@ -45,6 +45,7 @@ from .errors import (
     VersionSkewError,
 )
 from .executor import ToolExecutor
+from .golden_memo import GoldenReplay
 from .isolated import worker_code
 from .state.mirror import TrialMirror
 from .task_cache import KnownTask, TaskCache
@@ -75,6 +76,7 @@ class TrialRegistry:
         *,
         db_url: Callable[[], Awaitable[str]] | None = None,
         lease_seconds: float = 30.0,
+        golden_replay: GoldenReplay = "task",
     ) -> None:
         self.client = client
         self.executor = executor
@@ -83,6 +85,7 @@ class TrialRegistry:
         self.owner = f"runner-{uuid.uuid4().hex}"
         """This incarnation's owner id in the store: a restarted runner is a new owner."""
         self.lease_seconds = lease_seconds
+        self.golden_replay: GoldenReplay = golden_replay
         self._db_url = db_url
         self._trials: dict[str, TrialContext] = {}
         self._pending: set[str] = set()
@@ -175,6 +178,7 @@ class TrialRegistry:
                 workspace=workspace,
                 sources=sources,
                 worker_code=code,
+                golden_memo=known.golden if self.golden_replay == "task" else None,
             )
             await self.executor.prepare(trial)
             if spec.task.initial_state.initialization_actions:

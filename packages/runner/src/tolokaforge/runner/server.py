@@ -17,11 +17,13 @@ from grpclib.server import Server
 from tolokaforge.db import StateClient
 
 from .executor import Isolation, ToolExecutor
+from .golden_memo import GoldenReplay
 from .grpc_edge import EdgeLimits, GuardedServer
 from .in_process import InProcessStub
 from .process.sandbox import Limits
 from .process.supervisor import kill_all_supervised
 from .registry import TrialRegistry
+from .scratch import new_scratch
 from .service import RunnerServicer
 from .state_endpoint import StateEndpoint
 
@@ -38,6 +40,7 @@ class RunnerSettings:
     default_tool_timeout_s: float = 30.0
     max_tool_threads: int = 64
     work_dir: Path | None = None
+    """Scratch for workspaces, logs and code bundles; None: a new directory, removed at close (scratch.py)."""
     isolation: Isolation = "process"
     """``process``: python tools run in supervised worker processes (the default); ``thread``: trusted
     mode, in this process (for people running their own code)."""
@@ -50,6 +53,9 @@ class RunnerSettings:
     """How long the store keeps this runner's trials its own without a renewal (docs/faults.md)."""
     edge: EdgeLimits = field(default_factory=EdgeLimits)
     """Message size, receive and idle timeouts, streams per connection (grpc_edge.py)."""
+    golden_replay: GoldenReplay = "task"
+    """``task``: reuse a task's golden replay once two trials' replays agree (golden_memo.py);
+    ``trial``: replay the golden path for every trial."""
 
 
 @dataclass
@@ -111,7 +117,7 @@ async def start_runner(settings: RunnerSettings | None = None, *, serve: bool = 
     tmp = None
     work_dir = settings.work_dir
     if work_dir is None:
-        tmp = tempfile.TemporaryDirectory(prefix="tolokaforge-runner-")
+        tmp = new_scratch()
         work_dir = Path(tmp.name)
     executor = ToolExecutor(
         max_workers=settings.max_tool_threads,
@@ -128,6 +134,7 @@ async def start_runner(settings: RunnerSettings | None = None, *, serve: bool = 
         settings.default_tool_timeout_s,
         db_url=endpoint.url,
         lease_seconds=settings.lease_seconds,
+        golden_replay=settings.golden_replay,
     )
     registry.start_lease_renewal()
     servicer = RunnerServicer(registry, executor, store_name=store_name, limits=settings.edge)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import orjson
@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from tolokaforge.core.models import TaskDescription, TrialSpec, describe_validation_error
 
 from .errors import RegistrationError, TaskNotCachedError
+from .golden_memo import GoldenMemo
 from .state.mirror import in_key_order
 
 __all__ = ["KnownTask", "TaskCache", "parse_json"]
@@ -45,6 +46,8 @@ class KnownTask:
     """The task's digest when the cache keeps it ("" for a task sent whole in a TrialSpec)."""
     code_loaded: bool = False
     """A trial of this task has loaded its tool code (imported it, for trusted tools) already."""
+    golden: GoldenMemo = field(default_factory=GoldenMemo)
+    """Its golden replays' outcomes, reused by later trials once two agree (golden_memo.py)."""
 
     @classmethod
     def of(cls, task: TaskDescription) -> KnownTask:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tolokaforge.core.models import TrialSpec
 from tolokaforge.core.transcript.recorded import RecordedToolCall
@@ -16,6 +16,9 @@ from .tools import ToolRegistry
 from .tools.remote import ToolSourceSession
 from .workers.slots import TrialWorkers
 from .workers.worker import WorkerCode
+
+if TYPE_CHECKING:
+    from .golden_memo import GoldenMemo
 
 __all__ = ["TrialContext"]
 
@@ -50,6 +53,8 @@ class TrialContext:
     """What the trial's tool workers import (isolated mode); None when it has no python tools."""
     workers: TrialWorkers | None = None
     """The trial's tool worker processes (isolated mode), started by the executor."""
+    golden_memo: GoldenMemo | None = None
+    """The task's golden replays, shared by its trials (None: this trial replays its own)."""
 
     @property
     def trial_id(self) -> str:

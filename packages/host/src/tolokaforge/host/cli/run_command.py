@@ -93,6 +93,13 @@ __all__ = ["LLMOptions", "judge_model_config", "run_command"]
     help="How the embedded runner runs python tools: in supervised worker processes, or (trusted mode, "
     "only for code you trust) on its own threads.",
 )
+@option(
+    "--golden-replay",
+    type=click.Choice(["task", "trial"]),
+    default="task",
+    help="How the embedded runner grades by hash: replay a task's golden path until two trials' replays "
+    "agree, then reuse the outcome (task), or replay it for every trial (trial).",
+)
 @option("--resume", is_flag=True, help="Continue the run in --output (refused if it is not the same run).")
 @option("--task", "task_ids", multiple=True, metavar="ID", help="Run only this task (repeatable).")
 @option(
@@ -194,6 +201,7 @@ def run_command(ctx: click.Context, **params: Any) -> int:
         concurrency=params["concurrency"],
         runner=params["runner_address"],
         isolation=params["isolation"],
+        golden_replay=params["golden_replay"],
         resume=params["resume"],
         task_ids=params["task_ids"],
         max_attempts=params["max_attempts"],

@@ -29,7 +29,7 @@ from ..packs.loader import LoadedTask
 from ..trial_spec import trial_id
 from .cluster import RayActorError, RayTaskError, WorkerCrashedError, connected, ray, worker_count
 from .settings import CREDENTIAL_VARIABLES, RaySettings
-from .worker import Isolation, TrialWorker
+from .worker import GoldenReplay, Isolation, TrialWorker
 
 __all__ = ["STARTUP_BUDGET_S", "RayPool", "ray_pool"]
 
@@ -72,9 +72,11 @@ class RayPool:
         trial_settings: TrialSettings,
         transport_budget_s: float,
         isolation: Isolation = "process",
+        golden_replay: GoldenReplay = "task",
     ) -> None:
         self.settings = settings
         self.isolation: Isolation = isolation
+        self.golden_replay: GoldenReplay = golden_replay
         self.concurrency = concurrency
         self.trial_settings = trial_settings
         self.transport_budget_s = transport_budget_s
@@ -91,7 +93,11 @@ class RayPool:
         if credentials:  # the key travels in the runtime environment only, never as an argument
             options["runtime_env"] = {"env_vars": credentials}
         return _TrialActor.options(**options).remote(
-            self.settings.recipe, self.transport_budget_s, self.isolation, self.concurrency
+            self.settings.recipe,
+            self.transport_budget_s,
+            self.isolation,
+            self.concurrency,
+            self.golden_replay,
         )
 
     async def start(self, connection: str, preflight_budget_s: float) -> None:
@@ -218,10 +224,11 @@ async def ray_pool(
     transport_budget_s: float,
     preflight_budget_s: float,
     isolation: Isolation = "process",
+    golden_replay: GoldenReplay = "task",
 ) -> AsyncGenerator[RayPool]:
     """Connected, workers started and health-checked; every worker killed on the way out."""
     with connected(settings.address) as connection:
-        pool = RayPool(settings, concurrency, trial_settings, transport_budget_s, isolation)
+        pool = RayPool(settings, concurrency, trial_settings, transport_budget_s, isolation, golden_replay)
         try:
             await pool.start(connection, preflight_budget_s)
             yield pool

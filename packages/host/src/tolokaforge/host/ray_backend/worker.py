@@ -24,18 +24,25 @@ from ..users.router import UserRouter
 __all__ = ["Isolation", "TrialWorker"]
 
 Isolation = Literal["process", "thread"]
+GoldenReplay = Literal["task", "trial"]
 
 
 class TrialWorker:
     """Ray makes this an actor (driver.py); its methods are called through Ray, never directly."""
 
     def __init__(
-        self, recipe: AgentRecipe, transport_budget_s: float, isolation: Isolation, concurrency: int
+        self,
+        recipe: AgentRecipe,
+        transport_budget_s: float,
+        isolation: Isolation,
+        concurrency: int,
+        golden_replay: GoldenReplay = "task",
     ) -> None:
         self._recipe = recipe
         self._concurrency = concurrency
         self._transport_budget_s = transport_budget_s
         self._isolation: Isolation = isolation
+        self._golden_replay: GoldenReplay = golden_replay
         self._stack = contextlib.AsyncExitStack()
         self._ready: tuple[RunnerClient, AgentFactory, UserRouter] | None = None
         self._lock: asyncio.Lock | None = None
@@ -46,7 +53,12 @@ class TrialWorker:
         async with self._lock:
             if self._ready is None:
                 runner = await self._stack.enter_async_context(
-                    open_runner(None, transport_budget_s=self._transport_budget_s, isolation=self._isolation)
+                    open_runner(
+                        None,
+                        transport_budget_s=self._transport_budget_s,
+                        isolation=self._isolation,
+                        golden_replay=self._golden_replay,
+                    )
                 )
                 session = await self._stack.enter_async_context(llm_session(self._concurrency))
                 agents, users = self._recipe.build(session)

@@ -19,6 +19,7 @@ from tolokaforge.db import NotFoundError
 
 from ..errors import HashGradingFailed
 from ..executor import ToolExecutor
+from ..golden_memo import GoldenOutcome, MemoKey
 from ..registry import INITIALIZED_SNAPSHOT
 from ..tools.state_sync import push_state
 from ..trial import TrialContext
@@ -38,7 +39,13 @@ async def grade_hash(
     aside (not copied), the replay starts from the task's shared initial tables (not a reload), and a
     mismatch is explained by diffing the two mirrors, whose untouched tables and records are the same
     objects. A mirror out of step with the store (a foreign write) falls back to reading the store.
+    Once two trials' replays of the task agree, later trials compare with that outcome instead of
+    replaying (golden_memo.py).
     """
+    key = memo_key(trial)
+    reused = None if key is None or trial.golden_memo is None else trial.golden_memo.trusted(key)
+    if reused is not None:
+        return await _compare_with(trial, reused)
     client = trial.mirror.client
     trial_id = trial.trial_id
     async with trial.lock:
@@ -71,8 +78,12 @@ async def grade_hash(
                     why = outcome.failure.message if outcome.failure else outcome.status.name
                     raise HashGradingFailed(f"golden action [{index}] {name} failed to replay: {why}")
             golden = await client.get_hashes(trial_id)
+            in_step = golden.version == trial.mirror.version and not trial.mirror.stale
+            if key is not None and trial.golden_memo is not None and in_step:
+                tables = trial.mirror.share()
+                trial.golden_memo.record(key, GoldenOutcome(golden.stable_hash, tables, trial.start_tables))
             if golden.stable_hash != trial_hashes.stable_hash:
-                if golden.version == trial.mirror.version and not trial.mirror.stale:
+                if in_step:
                     golden_state, golden_from_mirror = trial.mirror.share(), True
                 else:
                     golden_state = (await client.get_state(trial_id)).tables
@@ -88,11 +99,46 @@ async def grade_hash(
             return ComponentResult("hash", 1.0, "State: hash match")
         shared = saved is not None and golden_from_mirror
         trial_state = trial.mirror.share() if saved is not None else (await client.get_state(trial_id)).tables
+    return _mismatch(trial, golden_state, trial_state, trial.start_tables if shared else None)
+
+
+def memo_key(trial: TrialContext) -> MemoKey | None:
+    """What a golden outcome of ``trial`` is kept under, or None: this trial's replay is not reusable
+    (golden_memo.py says which trials are)."""
+    if trial.golden_memo is None or trial.sources or trial.has_initialized_snapshot:
+        return None
+    if trial.initial_hash is None or trial.worker_code is None:
+        return None
+    return (trial.initial_hash, trial.worker_code.package)
+
+
+async def _compare_with(trial: TrialContext, golden: GoldenOutcome) -> ComponentResult:
+    """The verdict against a golden outcome reused from earlier replays of the task."""
+    client = trial.mirror.client
+    async with trial.lock:
+        await trial.mirror.refresh()
+        hashes = await client.get_hashes(trial.trial_id)
+        if hashes.stable_hash == golden.stable_hash:
+            return ComponentResult("hash", 1.0, "State: hash match")
+        if hashes.version == trial.mirror.version and not trial.mirror.stale:
+            trial_state: Mapping[str, Any] = trial.mirror.share()
+        else:
+            trial_state = (await client.get_state(trial.trial_id)).tables
+    # The records of the task's shared start are the same objects on both sides only when this trial
+    # started from the very tables the replay did.
+    common = golden.base if golden.base is trial.start_tables else None
+    return _mismatch(trial, golden.tables, trial_state, common)
+
+
+def _mismatch(
+    trial: TrialContext,
+    golden_state: Mapping[str, Any],
+    trial_state: Mapping[str, Any],
+    common: Mapping[str, Any] | None,
+) -> ComponentResult:
     unstable = {(f.table_name, f.field_name) for f in trial.spec.task.initial_state.unstable_fields}
     # Both states share the records of the replay's starting point: the diff looks only at the others.
-    diff = diff_states(
-        golden_state, trial_state, unstable, stable=True, common=trial.start_tables if shared else None
-    )
+    diff = diff_states(golden_state, trial_state, unstable, stable=True, common=common)
     # Stable states whose hashes differ always differ somewhere; "hash mismatch" is the honest fallback.
     summary = diff.summary() if diff else "hash mismatch"
     return ComponentResult("hash", 0.0, f"State: {summary}", extra={"state_diff": diff.to_json()})

@@ -150,10 +150,10 @@ class TrialRegistry:
             if known.code_loaded:
                 # A fraction of a millisecond: a thread would cost more in waiting for one (and for
                 # the GIL) than it saves, when hundreds of trials register at once.
-                agent_tools, user_tools, code_root, code = self._prepare(spec.task, workspace)
+                agent_tools, user_tools, code_root, code = self._prepare(known, workspace)
             else:  # the first load of the task's code may import it: slow, so off the loop
                 agent_tools, user_tools, code_root, code = await asyncio.to_thread(
-                    self._prepare, spec.task, workspace
+                    self._prepare, known, workspace
                 )
                 known.code_loaded = True
             mirror = await self._create_state(spec, known)
@@ -290,12 +290,19 @@ class TrialRegistry:
                 )
 
     def _build_registries(
-        self, task: TaskDescription
+        self, known: KnownTask
     ) -> tuple[ToolRegistry, ToolRegistry, Path | None, WorkerCode | None]:
+        task = known.task
         agent, user = ToolRegistry("agent"), ToolRegistry("user")
         if task.tool_code is None:
             return agent, user, None, None
-        bundle = load_code(task.tool_code, self.work_dir)
+        bundle = known.bundle
+        if bundle is None:
+            bundle = load_code(task.tool_code, self.work_dir)
+            # Code sent as files is part of the task: digested once. Code at a path is digested at every
+            # registration, so that an edit on disk is picked up by the next trial.
+            if task.tool_code.path is None:
+                known.bundle = bundle
         isolated: list[WorkerTool] = []
         for registry, descriptions in ((agent, task.agent_tools), (user, task.user_tools)):
             for description in descriptions:
@@ -315,10 +322,11 @@ class TrialRegistry:
         return self.work_dir / "workspaces" / hashlib.sha256(trial_id.encode("utf-8")).hexdigest()[:32]
 
     def _prepare(
-        self, task: TaskDescription, workspace: Path
+        self, known: KnownTask, workspace: Path
     ) -> tuple[ToolRegistry, ToolRegistry, Path | None, WorkerCode | None]:
         """The trial's tool registries, and its workspace made and seeded (blocking: run in a thread)."""
-        built = self._build_registries(task)
+        task = known.task
+        built = self._build_registries(known)
         try:
             workspace.mkdir(parents=True)
         except FileExistsError:  # left by a runner that died before cleaning up

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from tolokaforge.core.models import TaskDescription, TrialSpec, describe_validation_error
 
+from .code_loader import CodeBundle
 from .errors import RegistrationError, TaskNotCachedError
 from .golden_memo import GoldenMemo
 from .state.mirror import in_key_order
@@ -46,6 +47,8 @@ class KnownTask:
     """The task's digest when the cache keeps it ("" for a task sent whole in a TrialSpec)."""
     code_loaded: bool = False
     """A trial of this task has loaded its tool code (imported it, for trusted tools) already."""
+    bundle: CodeBundle | None = None
+    """Its tool code made importable, when the code came as files (``tool_code.files``): those never change."""
     golden: GoldenMemo = field(default_factory=GoldenMemo)
     """Its golden replays' outcomes, reused by later trials once two agree (golden_memo.py)."""
 

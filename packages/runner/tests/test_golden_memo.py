@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,23 @@ async def test_golden_replay_trial_replays_for_every_trial(
     task = _task("strict", MARK_X)
     logs = [(await _trial(handle, stub, task, index))[1] for index in range(3)]
     assert logs == [["mark x"]] * 3
+
+
+async def test_trusted_mode_reuses_the_outcome_too() -> None:
+    handle, channel = await _open(RunnerSettings(isolation="thread"))
+    stub = RunnerServiceStub(channel)
+    try:
+        task = _task("trusted", MARK_X)
+        grades = [(await _trial(handle, stub, task, index))[0] for index in range(2)]
+        package = handle.servicer.registry.get("trusted:0").code_package
+        module = sys.modules[f"{package}.tools"]
+        replayed = module.calls
+        third, _ = await _trial(handle, stub, task, 2)
+        assert module.calls == replayed >= 2  # the first two trials replayed; the third did not
+        assert third.state_diff_json == grades[0].state_diff_json != ""
+    finally:
+        channel.close()
+        await handle.close()
 
 
 async def test_tasks_with_other_golden_paths_keep_their_own_outcomes(

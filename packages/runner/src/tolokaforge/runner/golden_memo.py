@@ -10,8 +10,7 @@ file): that key is then replayed for every trial, as before.
 
 Only trials whose whole state lives in the runner's tables are eligible: none with a tool server
 (an MCP server or provider keeps state of its own), none with initialization actions (each trial's
-initialised state is its own), none with tools run in the runner's own threads (trusted mode), and
-the replay must leave the mirror in step with the store.
+initialised state is its own), and the replay must leave the mirror in step with the store.
 ``tolokaforge-runner --golden-replay trial`` replays for every trial regardless.
 """
 

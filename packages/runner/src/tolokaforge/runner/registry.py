@@ -36,7 +36,7 @@ from tolokaforge.db import (
     VersionedState,
 )
 
-from .code_loader import load_code
+from .code_loader import CodeBundle, load_code
 from .errors import (
     DuplicateTrialError,
     RegistrationError,
@@ -150,12 +150,13 @@ class TrialRegistry:
             if known.code_loaded:
                 # A fraction of a millisecond: a thread would cost more in waiting for one (and for
                 # the GIL) than it saves, when hundreds of trials register at once.
-                agent_tools, user_tools, code_root, code = self._prepare(known, workspace)
+                agent_tools, user_tools, bundle, code = self._prepare(known, workspace)
             else:  # the first load of the task's code may import it: slow, so off the loop
-                agent_tools, user_tools, code_root, code = await asyncio.to_thread(
+                agent_tools, user_tools, bundle, code = await asyncio.to_thread(
                     self._prepare, known, workspace
                 )
                 known.code_loaded = True
+            code_root = bundle.root if bundle is not None else None
             mirror = await self._create_state(spec, known)
             # Servers start after the state exists: an MCP server may read its tables while starting.
             sources = await self._start_servers(
@@ -175,6 +176,7 @@ class TrialRegistry:
                 if default_tool_timeout_s > 0
                 else spec.default_tool_timeout_s or self.default_timeout_s,
                 code_root=code_root,
+                code_package=bundle.package if bundle is not None else None,
                 workspace=workspace,
                 sources=sources,
                 worker_code=code,
@@ -291,7 +293,7 @@ class TrialRegistry:
 
     def _build_registries(
         self, known: KnownTask
-    ) -> tuple[ToolRegistry, ToolRegistry, Path | None, WorkerCode | None]:
+    ) -> tuple[ToolRegistry, ToolRegistry, CodeBundle | None, WorkerCode | None]:
         task = known.task
         agent, user = ToolRegistry("agent"), ToolRegistry("user")
         if task.tool_code is None:
@@ -314,7 +316,7 @@ class TrialRegistry:
                     registry.add(tool)
                     isolated.append(tool)
         code = worker_code(bundle.root, bundle.package, isolated) if isolated else None
-        return agent, user, bundle.root, code
+        return agent, user, bundle, code
 
     def _workspace_path(self, trial_id: str) -> Path:
         # Named by a digest of the id: ids differing only in characters a directory name cannot hold
@@ -323,7 +325,7 @@ class TrialRegistry:
 
     def _prepare(
         self, known: KnownTask, workspace: Path
-    ) -> tuple[ToolRegistry, ToolRegistry, Path | None, WorkerCode | None]:
+    ) -> tuple[ToolRegistry, ToolRegistry, CodeBundle | None, WorkerCode | None]:
         """The trial's tool registries, and its workspace made and seeded (blocking: run in a thread)."""
         task = known.task
         built = self._build_registries(known)
@@ -332,7 +334,10 @@ class TrialRegistry:
         except FileExistsError:  # left by a runner that died before cleaning up
             shutil.rmtree(workspace, ignore_errors=True)
             workspace.mkdir(parents=True)
-        seed_workspace(workspace, built[2], task.initial_state.workspace_files, clear=False)
+        bundle = built[2]
+        seed_workspace(
+            workspace, bundle.root if bundle else None, task.initial_state.workspace_files, clear=False
+        )
         return built
 
     async def _start_servers(

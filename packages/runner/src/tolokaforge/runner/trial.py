@@ -42,6 +42,8 @@ class TrialContext:
     """The tables right after the initialization actions (the store's INITIALIZED snapshot), shared."""
     code_root: Path | None = None
     """Where the task's code bundle lives on this runner (custom checks are found there)."""
+    code_package: str | None = None
+    """The bundle's package name, which digests its root and content: the code's identity."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     workspace: Path | None = None
     """The trial's own directory (tool providers work inside it); removed at cleanup."""

@@ -107,9 +107,9 @@ def memo_key(trial: TrialContext) -> MemoKey | None:
     (golden_memo.py says which trials are)."""
     if trial.golden_memo is None or trial.sources or trial.has_initialized_snapshot:
         return None
-    if trial.initial_hash is None or trial.worker_code is None:
+    if trial.initial_hash is None or trial.code_package is None:
         return None
-    return (trial.initial_hash, trial.worker_code.package)
+    return (trial.initial_hash, trial.code_package)
 
 
 async def _compare_with(trial: TrialContext, golden: GoldenOutcome) -> ComponentResult:

@@ -27,6 +27,11 @@ def imported_in_isolation(qualified_name: str, root: Path, own_prefix: str) -> M
 
     ``own_prefix`` is the synthetic package the pack is mounted as; its modules are kept.
     """
+    loaded = sys.modules.get(qualified_name)
+    # Imported already (and not still being imported by another thread): importing again would add
+    # nothing to forget, so skip the bookkeeping over every loaded module.
+    if loaded is not None and not getattr(getattr(loaded, "__spec__", None), "_initializing", False):
+        return loaded
     with _one_at_a_time:
         return _import(qualified_name, root, own_prefix)
 

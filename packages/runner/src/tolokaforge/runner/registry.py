@@ -298,13 +298,14 @@ class TrialRegistry:
         agent, user = ToolRegistry("agent"), ToolRegistry("user")
         if task.tool_code is None:
             return agent, user, None, None
-        bundle = known.bundle
-        if bundle is None:
-            bundle = load_code(task.tool_code, self.work_dir)
-            # Code sent as files is part of the task: digested once. Code at a path is digested at every
-            # registration, so that an edit on disk is picked up by the next trial.
-            if task.tool_code.path is None:
-                known.bundle = bundle
+        if known.tools is not None and known.bundle is not None:
+            agent_tools, user_tools, code = known.tools
+            for tool in agent_tools:
+                agent.add(tool)
+            for tool in user_tools:
+                user.add(tool)
+            return agent, user, known.bundle, code
+        bundle = load_code(task.tool_code, self.work_dir)
         isolated: list[WorkerTool] = []
         for registry, descriptions in ((agent, task.agent_tools), (user, task.user_tools)):
             for description in descriptions:
@@ -316,6 +317,12 @@ class TrialRegistry:
                     registry.add(tool)
                     isolated.append(tool)
         code = worker_code(bundle.root, bundle.package, isolated) if isolated else None
+        # Code sent as files is part of the task: digested and its tools found once (the tools are
+        # immutable; each trial gets registries of its own, which its tool servers add to). Code at a
+        # path is digested at every registration, so that an edit on disk is picked up by the next trial.
+        if task.tool_code.path is None:
+            known.bundle = bundle
+            known.tools = (tuple(agent), tuple(user), code)
         return agent, user, bundle, code
 
     def _workspace_path(self, trial_id: str) -> Path:

@@ -27,6 +27,8 @@ from tolokaforge.core.models import TaskDescription, TrialSpec, describe_validat
 from .code_loader import CodeBundle
 from .errors import RegistrationError, TaskNotCachedError
 from .golden_memo import GoldenMemo
+from .tools.base import Tool
+from .workers.code import WorkerCode
 from .state.mirror import in_key_order
 
 __all__ = ["KnownTask", "TaskCache", "parse_json"]
@@ -49,6 +51,9 @@ class KnownTask:
     """A trial of this task has loaded its tool code (imported it, for trusted tools) already."""
     bundle: CodeBundle | None = None
     """Its tool code made importable, when the code came as files (``tool_code.files``): those never change."""
+    tools: tuple[tuple[Tool, ...], tuple[Tool, ...], WorkerCode | None] | None = None
+    """With ``bundle``: its agent and user python tools (immutable, shared by its trials) and what
+    their workers import."""
     golden: GoldenMemo = field(default_factory=GoldenMemo)
     """Its golden replays' outcomes, reused by later trials once two agree (golden_memo.py)."""
 

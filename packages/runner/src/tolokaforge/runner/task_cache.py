@@ -27,9 +27,9 @@ from tolokaforge.core.models import TaskDescription, TrialSpec, describe_validat
 from .code_loader import CodeBundle
 from .errors import RegistrationError, TaskNotCachedError
 from .golden_memo import GoldenMemo
+from .state.mirror import in_key_order
 from .tools.base import Tool
 from .workers.code import WorkerCode
-from .state.mirror import in_key_order
 
 __all__ = ["KnownTask", "TaskCache", "parse_json"]
 

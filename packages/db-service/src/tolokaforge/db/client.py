@@ -79,9 +79,16 @@ class StateClient(Protocol):
     async def get_hashes(self, trial_id: str) -> StateHashes: ...
 
     async def patch(
-        self, trial_id: str, changes: Sequence[Mapping[str, Any]], *, expected_version: int | None = None
+        self,
+        trial_id: str,
+        changes: Sequence[Mapping[str, Any]],
+        *,
+        expected_version: int | None = None,
+        parsed_json: bool = False,
     ) -> int:
-        """Apply TableChange objects as one atomic batch; return the new version."""
+        """Apply TableChange objects as one atomic batch; return the new version. ``parsed_json``: the
+        changes were parsed from JSON text, so an in-process store may take them as they are (the
+        records are never changed in place by either side)."""
         ...
 
     async def create_snapshot(self, trial_id: str, name: str) -> int:

@@ -151,7 +151,12 @@ class HttpStateClient:
         return StateHashes(body["version"], body["stable_hash"], body["full_hash"])
 
     async def patch(
-        self, trial_id: str, changes: Sequence[Mapping[str, Any]], *, expected_version: int | None = None
+        self,
+        trial_id: str,
+        changes: Sequence[Mapping[str, Any]],
+        *,
+        expected_version: int | None = None,
+        parsed_json: bool = False,  # the wire encodes them anyway
     ) -> int:
         body: dict[str, Any] = {"changes": list(changes)}
         if expected_version is not None:

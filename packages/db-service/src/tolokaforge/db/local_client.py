@@ -105,12 +105,20 @@ class LocalStateClient:
         return StateHashes(body["version"], body["stable_hash"], body["full_hash"])
 
     async def patch(
-        self, trial_id: str, changes: Sequence[Mapping[str, Any]], *, expected_version: int | None = None
+        self,
+        trial_id: str,
+        changes: Sequence[Mapping[str, Any]],
+        *,
+        expected_version: int | None = None,
+        parsed_json: bool = False,
     ) -> int:
         body: dict[str, Any] = {"changes": list(changes)}
         if expected_version is not None:
             body["expected_version"] = expected_version
-        return cast(int, (await self._service.patch_state(trial_id, _wire(body)))["version"])
+        # Changes parsed from JSON text are JSON by construction: the round trip would give equal copies.
+        # The store validates the body either way, and neither side changes a record in place.
+        wire = body if parsed_json else _wire(body)
+        return cast(int, (await self._service.patch_state(trial_id, wire))["version"])
 
     async def patch_table(
         self,

@@ -170,7 +170,7 @@ class ToolExecutor:
                 outcome = await self._run_remote(trial, tool, arguments, call_id, budget, started)
             else:
                 if isinstance(tool, WorkerTool):
-                    run = self.isolated.run(trial, tool, arguments, budget, self._commit)
+                    run = self.isolated.run(trial, tool, arguments, budget, self._commit_parsed)
                 else:
                     assert self.threads is not None, "an in-process tool outside trusted mode"
                     run = self.threads.run(trial, tool, arguments, budget, self._commit)
@@ -298,10 +298,17 @@ class ToolExecutor:
                 error, "the tool's changes could not be read back from the store"
             ) from error
 
+    @classmethod
+    async def _commit_parsed(cls, trial: TrialContext, changes: list[dict[str, Any]]) -> None:
+        """A worker's changes: parsed from its JSON reply, so JSON already (no round trip to prove it)."""
+        await cls._commit(trial, changes, parsed_json=True)
+
     @staticmethod
-    async def _commit(trial: TrialContext, changes: list[dict[str, Any]]) -> None:
+    async def _commit(
+        trial: TrialContext, changes: list[dict[str, Any]], *, parsed_json: bool = False
+    ) -> None:
         try:
-            await trial.mirror.commit(changes)
+            await trial.mirror.commit(changes, parsed_json=parsed_json)
         except DBServiceError as error:
             # The tool ran, but whether its effect was persisted is the store's matter, not the tool's.
             # A lost reply leaves the mirror stale: re-read it now (or before the next call).

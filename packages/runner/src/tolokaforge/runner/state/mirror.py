@@ -125,12 +125,15 @@ class TrialMirror:
         else:
             self._views = {}
 
-    async def commit(self, changes: Sequence[Mapping[str, Any]]) -> None:
-        """Persist one call's changes atomically, then apply them to the mirror."""
+    async def commit(self, changes: Sequence[Mapping[str, Any]], *, parsed_json: bool = False) -> None:
+        """Persist one call's changes atomically, then apply them to the mirror. ``parsed_json``: the
+        changes were parsed from JSON text (StateClient.patch)."""
         if not changes:
             return
         try:
-            self.version = await self.client.patch(self.trial_id, changes, expected_version=self.version)
+            self.version = await self.client.patch(
+                self.trial_id, changes, expected_version=self.version, parsed_json=parsed_json
+            )
         except StoreUnreachableError as error:
             # The batch may have been applied with only its reply lost: the store is the truth now.
             self.stale = self.stale or error.outcome_unknown

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from runner_process import runner_process
 
+from tolokaforge.core.collector import tune_collector
 from tolokaforge.host import (
     GoldenAgentFactory,
     Pack,
@@ -106,6 +107,7 @@ async def main() -> None:
     parser.add_argument("--golden-replay", choices=("task", "trial"), default="task")
     args = parser.parse_args()
     pack = load_pack(args.pack)
+    tune_collector()  # as `tolokaforge run` does once the pack is loaded
     print(
         f"pack {pack.name}: {len(pack.tasks)} tasks x {args.trials} trial(s), golden agent, "
         f"golden replay per {args.golden_replay}"

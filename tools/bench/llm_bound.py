@@ -40,6 +40,7 @@ from typing import Any
 from aiohttp import web
 from runner_process import runner_process
 
+from tolokaforge.core.collector import tune_collector
 from tolokaforge.host import AgentRecipe, LLMOptions, RunSettings, llm_session, load_pack, run_pack
 
 TASK_ID = "look_up"
@@ -294,6 +295,7 @@ async def run_case(
 async def main(args: argparse.Namespace) -> None:
     os.environ.setdefault("TOLOKAFORGE_LLM_API_KEY", "bench")  # the local model checks no key
     cases = [tuple(int(part) for part in case.split("x")) for case in args.cases.split(",")]
+    tune_collector()  # as `tolokaforge run` does (the floors run under the same settings)
     print(
         f"llm agent, {args.turns} model turns per trial ({args.turns - 1} tool calls), "
         f"model latency {args.latency:g}s, runner with thread isolation"

@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from tolokaforge.core.collector import tune_collector
 from tolokaforge.core.settings import exit_on_settings_error, parse_settings
 
 from .grpc_edge import EdgeLimits
@@ -108,6 +109,7 @@ def parse_options(
 
 async def _serve(settings: RunnerSettings) -> None:
     handle = await start_runner(settings)
+    tune_collector()  # everything the runner imported to serve lives as long as it
     print(f"{PROG} listening on {handle.address}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -16,6 +16,7 @@ import click
 from pydantic import ValidationError
 from rich.console import Console
 
+from tolokaforge.core.collector import tune_collector
 from tolokaforge.core.models import JudgeModelConfig, JudgePrice, describe_validation_error
 
 from ..agent_setup import AgentRecipe, LLMOptions
@@ -215,6 +216,7 @@ def run_command(ctx: click.Context, **params: Any) -> int:
         ),
     )
     console = Console()
+    tune_collector()  # the pack is loaded: it lives as long as the run
     summary = asyncio.run(_run(pack, recipe, settings, console, uses_llm))
     console.print(tasks_table(summary))
     console.print(summary_table(summary))

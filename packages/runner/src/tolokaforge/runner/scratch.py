@@ -15,7 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["MIN_FREE_BYTES", "new_scratch", "scratch_parent"]
+__all__ = ["MIN_FREE_BYTES", "filesystem_type", "new_scratch", "scratch_parent"]
 
 MIN_FREE_BYTES = 1 << 30
 """The room a memory filesystem must have free to hold a runner's scratch."""
@@ -40,10 +40,10 @@ def _is_roomy_tmpfs(path: Path) -> bool:
         return False
     if stats.f_bavail * stats.f_frsize < MIN_FREE_BYTES or not os.access(path, os.W_OK | os.X_OK):
         return False
-    return _filesystem_type(path) == "tmpfs"
+    return filesystem_type(path) == "tmpfs"
 
 
-def _filesystem_type(path: Path) -> str | None:
+def filesystem_type(path: Path) -> str | None:
     """The type /proc/self/mounts gives the mount ``path`` is on, or None where there is no such file."""
     try:
         mounts = Path("/proc/self/mounts").read_text(encoding="utf-8", errors="replace")

@@ -6,16 +6,32 @@ minutes on each new file, and a busy runner deletes thousands (measured: a sixth
 CPU in a golden run, docs/performance.md). The files are transient, so a memory filesystem suits
 them: ``/dev/shm`` is chosen when it is a writable tmpfs with room to spare, unless ``TMPDIR`` says
 where temporary files go. A small ``/dev/shm`` (a container's 64 MB) is left alone, since a tool
-filling it would fail where the disk would not.
+filling it would fail where the disk would not. A runner killed outright leaves its directory behind;
+the next runner started under the same parent removes it (:func:`sweep_abandoned`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import tempfile
+import time
 from pathlib import Path
 
-__all__ = ["MIN_FREE_BYTES", "filesystem_type", "new_scratch", "scratch_parent"]
+__all__ = [
+    "LOCK_NAME",
+    "MIN_FREE_BYTES",
+    "PREFIX",
+    "Scratch",
+    "filesystem_type",
+    "new_scratch",
+    "scratch_parent",
+    "sweep_abandoned",
+]
+
+PREFIX = "tolokaforge-runner-"
+LOCK_NAME = ".owner.lock"
 
 MIN_FREE_BYTES = 1 << 30
 """The room a memory filesystem must have free to hold a runner's scratch."""
@@ -62,6 +78,64 @@ def filesystem_type(path: Path) -> str | None:
     return None if best is None else best[1]
 
 
-def new_scratch() -> tempfile.TemporaryDirectory[str]:
-    """A new scratch directory under :func:`scratch_parent`, removed by its ``cleanup()``."""
-    return tempfile.TemporaryDirectory(prefix="tolokaforge-runner-", dir=scratch_parent())
+class Scratch(tempfile.TemporaryDirectory[str]):
+    """A runner's scratch directory, holding an exclusive lock on its ``.owner.lock`` while it lives.
+
+    A runner killed outright cannot remove its directory; in a memory file system that would keep
+    costing memory. The lock dies with the process, so the next runner to start under the same parent
+    removes every directory whose lock it can take (:func:`sweep_abandoned`).
+    """
+
+    def __init__(self, parent: Path) -> None:
+        super().__init__(prefix=PREFIX, dir=parent)
+        self._lock = os.open(Path(self.name) / LOCK_NAME, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+    def cleanup(self) -> None:
+        if self._lock >= 0:
+            os.close(self._lock)
+            self._lock = -1
+        super().cleanup()
+
+
+def new_scratch() -> Scratch:
+    """A new scratch directory under :func:`scratch_parent` (abandoned ones removed first)."""
+    parent = scratch_parent()
+    sweep_abandoned(parent)
+    return Scratch(parent)
+
+
+def sweep_abandoned(parent: Path, *, grace_s: float = 60.0) -> list[Path]:
+    """Remove the runner scratch directories under ``parent`` whose runner is gone; return them.
+
+    Gone: nobody holds the directory's lock. A directory with no lock file yet (a runner between
+    making it and locking it) is left alone for ``grace_s`` seconds.
+    """
+    removed: list[Path] = []
+    try:
+        candidates = [entry for entry in parent.iterdir() if entry.name.startswith(PREFIX)]
+    except OSError:
+        return removed
+    now = time.time()
+    for directory in candidates:
+        try:
+            lock = os.open(directory / LOCK_NAME, os.O_WRONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            try:
+                if now - directory.stat().st_mtime > grace_s:
+                    shutil.rmtree(directory, ignore_errors=True)
+                    removed.append(directory)
+            except OSError:
+                pass
+            continue
+        except OSError:
+            continue  # not ours to judge (another user's, say)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # its runner is alive
+        finally:
+            os.close(lock)
+        shutil.rmtree(directory, ignore_errors=True)
+        removed.append(directory)
+    return removed

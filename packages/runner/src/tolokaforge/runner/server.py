@@ -8,7 +8,6 @@ the runner is called through :meth:`RunnerHandle.in_process_stub` only (in_proce
 from __future__ import annotations
 
 import socket
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from .in_process import InProcessStub
 from .process.sandbox import Limits
 from .process.supervisor import kill_all_supervised
 from .registry import TrialRegistry
-from .scratch import new_scratch
+from .scratch import Scratch, new_scratch
 from .service import RunnerServicer
 from .state_endpoint import StateEndpoint
 
@@ -69,7 +68,7 @@ class RunnerHandle:
     _client: StateClient
     _executor: ToolExecutor
     _endpoint: StateEndpoint
-    _tmp: tempfile.TemporaryDirectory[str] | None = field(default=None)
+    _tmp: Scratch | None = field(default=None)
 
     @property
     def address(self) -> str:

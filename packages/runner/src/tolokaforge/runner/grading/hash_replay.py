@@ -79,12 +79,13 @@ async def grade_hash(
                     raise HashGradingFailed(f"golden action [{index}] {name} failed to replay: {why}")
             golden = await client.get_hashes(trial_id)
             in_step = golden.version == trial.mirror.version and not trial.mirror.stale
-            if key is not None and trial.golden_memo is not None and in_step:
-                tables = trial.mirror.share()
-                trial.golden_memo.record(key, GoldenOutcome(golden.stable_hash, tables, trial.start_tables))
+            golden_tables = trial.mirror.share() if in_step else None
+            if key is not None and trial.golden_memo is not None and golden_tables is not None:
+                outcome = GoldenOutcome(golden.stable_hash, golden_tables, trial.start_tables)
+                trial.golden_memo.record(key, outcome)
             if golden.stable_hash != trial_hashes.stable_hash:
-                if in_step:
-                    golden_state, golden_from_mirror = trial.mirror.share(), True
+                if golden_tables is not None:
+                    golden_state, golden_from_mirror = golden_tables, True
                 else:
                     golden_state = (await client.get_state(trial_id)).tables
         finally:

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from tolokaforge.host.conductor import TrialOutcome
+from tolokaforge.host.episode import Episode
 from tolokaforge.host.file_writer import FileWriterProcess, HelperGone
 from tolokaforge.host.result_writer import ResultWriter
-from tolokaforge.host.results import TrialFiles, dump_yaml, read_yaml
+from tolokaforge.host.yaml_files import TrialFiles, dump_yaml, read_yaml
 
 
 def _files(directory: Path, *, finished: bool = True) -> TrialFiles:
@@ -52,6 +54,24 @@ def test_a_write_the_helper_cannot_do_is_raised_with_its_reason(tmp_path: Path) 
         helper.close()
 
 
+def test_a_batch_writes_every_trial_and_answers_for_each(tmp_path: Path) -> None:
+    (tmp_path / "blocked").write_text("a file where a folder should be")
+    helper = FileWriterProcess()
+    try:
+        batch = [
+            _files(tmp_path / "ok" / "0"),
+            _files(tmp_path / "blocked" / "0"),
+            _files(tmp_path / "ok" / "1"),
+        ]
+        first, second, third = helper.write_batch(batch)
+        assert first is None and third is None
+        assert isinstance(second, NotADirectoryError)  # one trial's failure, the others written
+        for index in (0, 1):
+            assert read_yaml(tmp_path / "ok" / str(index) / "grade.yaml")["trial_id"] == "t:0"
+    finally:
+        helper.close()
+
+
 def test_a_dead_helper_loses_no_files(tmp_path: Path) -> None:
     helper = FileWriterProcess()
     helper._process.kill()  # pyright: ignore[reportPrivateUsage]  -- the OOM killer's doing
@@ -64,15 +84,44 @@ def test_a_dead_helper_loses_no_files(tmp_path: Path) -> None:
 async def test_a_run_whose_helper_dies_still_writes_every_trial(tmp_path: Path) -> None:
     writer = ResultWriter(helper=True)
     try:
-        writer._write(_files(tmp_path / "a" / "0"))  # pyright: ignore[reportPrivateUsage]  -- starts it
+        writer._write_batch([_files(tmp_path / "a" / "0")])  # pyright: ignore[reportPrivateUsage]  -- starts it
         helper = writer._helper  # pyright: ignore[reportPrivateUsage]
         assert helper is not None and helper.alive
         helper._process.kill()  # pyright: ignore[reportPrivateUsage]
         helper._process.wait()  # pyright: ignore[reportPrivateUsage]
-        for index in range(1, 4):
-            writer._write(_files(tmp_path / "a" / str(index)))  # pyright: ignore[reportPrivateUsage]
+        batch = [_files(tmp_path / "a" / str(index)) for index in range(1, 4)]
+        assert writer._write_batch(batch) == [None, None, None]  # pyright: ignore[reportPrivateUsage]
     finally:
         writer.close()
     for index in range(4):
         assert read_yaml(tmp_path / "a" / str(index) / "grade.yaml")["trial_id"] == "t:0"
     assert writer._helper is None  # pyright: ignore[reportPrivateUsage]  -- and nothing is left running
+
+
+def _outcome(task_id: str, index: int) -> TrialOutcome:
+    return TrialOutcome(task_id=task_id, trial_index=index, trial_id=f"{task_id}:{index}", episode=Episode())
+
+
+@pytest.mark.parametrize("helper", [True, False], ids=["helper", "thread"])
+async def test_many_trials_written_at_once_all_reach_the_disk(tmp_path: Path, helper: bool) -> None:
+    writer = ResultWriter(helper=helper)
+    try:
+        for index in range(300):  # faster than the thread takes them: they queue and go in batches
+            writer.write(tmp_path, _outcome("burst", index))
+        await writer.drain()
+    finally:
+        writer.close()
+    assert {path.parent.name for path in (tmp_path / "trials" / "burst").glob("*/grade.yaml")} == {
+        str(index) for index in range(300)
+    }
+
+
+async def test_a_trial_that_cannot_be_written_is_raised_by_the_drain(tmp_path: Path) -> None:
+    (tmp_path / "trials").write_text("a file where the trials folder should be")
+    writer = ResultWriter(helper=True)
+    try:
+        writer.write(tmp_path, _outcome("t", 0))
+        with pytest.raises(NotADirectoryError):
+            await writer.drain()
+    finally:
+        writer.close()

@@ -5,24 +5,32 @@ The CLI is ``tolokaforge`` (:mod:`tolokaforge.host.cli`); the library entry poin
 benchmarks drive a trial with (a runner client, the TrialSpec builder, the golden agent, one episode,
 the chat client), the run's exit verdict, the HTML report, and a Ray run's settings (``RaySettings``, ``AgentRecipe``);
 other packages import from here only (``lint-imports`` enforces it).
+
+The names load on first use (PEP 562): a process that needs one module of the package (the
+result-file helper, a Ray worker, a test) does not pay for importing all of it, aiohttp and the
+runner included.
 """
 
 from __future__ import annotations
 
-from .agent_setup import AgentRecipe, LLMOptions
-from .agents import GoldenAgentFactory
-from .episode import Episode, run_episode
-from .errors import HostError, PackLoadError, PackProblem
-from .exit_status import Verdict, verdict
-from .html_report import write_report
-from .llm import DEFAULT_PRICES, ChatClient, ChatSettings, llm_session
-from .packs import LoadedTask, Pack, PackReport, inspect_pack, load_pack
-from .ray_backend import RaySettings, ray_connection
-from .run import RunSettings, run_pack
-from .runner_client import RegisteredTrial, RunnerClient, open_runner, parse_address
-from .summary import RunSummary
-from .trial_spec import build_trial_spec, register_request
-from .users.router import UserRouter
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .agent_setup import AgentRecipe, LLMOptions
+    from .agents import GoldenAgentFactory
+    from .episode import Episode, run_episode
+    from .errors import HostError, PackLoadError, PackProblem
+    from .exit_status import Verdict, verdict
+    from .html_report import write_report
+    from .llm import DEFAULT_PRICES, ChatClient, ChatSettings, llm_session
+    from .packs import LoadedTask, Pack, PackReport, inspect_pack, load_pack
+    from .ray_backend import RaySettings, ray_connection
+    from .run import RunSettings, run_pack
+    from .runner_client import RegisteredTrial, RunnerClient, open_runner, parse_address
+    from .summary import RunSummary
+    from .trial_spec import build_trial_spec, register_request
+    from .users.router import UserRouter
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -58,3 +66,48 @@ __all__ = [
     "verdict",
     "write_report",
 ]
+
+_HOMES: dict[str, str] = {
+    "AgentRecipe": ".agent_setup",
+    "ChatClient": ".llm",
+    "ChatSettings": ".llm",
+    "DEFAULT_PRICES": ".llm",
+    "Episode": ".episode",
+    "GoldenAgentFactory": ".agents",
+    "HostError": ".errors",
+    "LLMOptions": ".agent_setup",
+    "LoadedTask": ".packs",
+    "Pack": ".packs",
+    "PackLoadError": ".errors",
+    "PackProblem": ".errors",
+    "PackReport": ".packs",
+    "RaySettings": ".ray_backend",
+    "RegisteredTrial": ".runner_client",
+    "RunSettings": ".run",
+    "RunSummary": ".summary",
+    "RunnerClient": ".runner_client",
+    "UserRouter": ".users.router",
+    "Verdict": ".exit_status",
+    "build_trial_spec": ".trial_spec",
+    "inspect_pack": ".packs",
+    "llm_session": ".llm",
+    "load_pack": ".packs",
+    "open_runner": ".runner_client",
+    "parse_address": ".runner_client",
+    "ray_connection": ".ray_backend",
+    "register_request": ".trial_spec",
+    "run_episode": ".episode",
+    "run_pack": ".run",
+    "verdict": ".exit_status",
+    "write_report": ".html_report",
+}
+"""Where each public name is defined: imported from there the first time it is asked for."""
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value

@@ -22,7 +22,7 @@ from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 
 from .errors import ConfigError
 from .packs.loader import Pack
-from .results import dump_yaml, read_yaml
+from .yaml_files import dump_yaml, read_yaml
 
 __all__ = [
     "MANIFEST_FILE",

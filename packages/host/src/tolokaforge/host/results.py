@@ -17,13 +17,10 @@ tokens, cost and tool calls), and the judge's own transcript is written beside i
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
-
-import yaml
+from typing import Any
 
 from tolokaforge.contracts.runner import Grade, JudgeStatus
 from tolokaforge.core.models import GradingConfig
@@ -31,17 +28,15 @@ from tolokaforge.core.transcript import Message, ToolMessage
 
 from .conductor import TrialOutcome
 from .trace_results import trace_results_dict, trace_summary_dict
+from .yaml_files import TrialFiles
 
 __all__ = [
     "JUDGE_TRANSCRIPT",
     "NOT_EVALUATED",
-    "TrialFiles",
     "WrittenTrial",
     "configured_components",
-    "dump_yaml",
     "grade_to_dict",
     "is_finished",
-    "read_yaml",
     "render_trial",
     "trial_dir",
 ]
@@ -226,31 +221,6 @@ def metrics_dict(outcome: TrialOutcome) -> dict[str, Any]:
     }
 
 
-# libyaml's C emitter and parser (bundled with PyYAML's wheels) are ~10x faster than the pure-Python
-# ones; result files are written (and, on resume, read) once per trial, so they are on the hot path.
-_SafeDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _Dumper(_SafeDumper):
-    """Multi-line strings (prompts, tool outputs) as literal blocks, so the files read like the text."""
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = (
-        "|" if "\n" in value and not any(c in value for c in "\r\t") and value == value.rstrip(" ") else None
-    )
-    represent = cast(Any, dumper).represent_scalar  # PyYAML's stubs leave the value untyped
-    return cast(yaml.Node, represent("tag:yaml.org,2002:str", value, style=style))
-
-
-_Dumper.add_representer(str, _represent_str)
-
-
-def dump_yaml(data: dict[str, Any]) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
-
-
 @dataclass(frozen=True)
 class WrittenTrial:
     """What :func:`render_trial` rendered, as the documents themselves (the summary's row is built from them)."""
@@ -260,26 +230,6 @@ class WrittenTrial:
     metrics: dict[str, Any]
     grade: dict[str, Any] | None
     """None when no grade.yaml was written (the trial is unfinished)."""
-
-
-@dataclass(frozen=True)
-class TrialFiles:
-    """One trial's files, in the order they are written (grade.yaml, when there is one, last): each a
-    document written as YAML, or a text written as it is. Picklable: another process may write them."""
-
-    directory: Path
-    documents: tuple[tuple[str, dict[str, Any] | str], ...]
-    finished: bool
-
-    def store(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        for name, document in self.documents:
-            text = document if isinstance(document, str) else dump_yaml(document)
-            temporary = self.directory / (name + ".tmp")
-            temporary.write_text(text, encoding="utf-8")
-            os.replace(temporary, self.directory / name)
-        if not self.finished:
-            (self.directory / "grade.yaml").unlink(missing_ok=True)
 
 
 def render_trial(
@@ -307,8 +257,3 @@ def render_trial(
     grade["trial_id"] = outcome.trial_id
     documents.append(("grade.yaml", grade))  # last: its presence marks the trial finished
     return WrittenTrial(directory, trajectory, metrics, grade), TrialFiles(directory, tuple(documents), True)
-
-
-def read_yaml(path: Path) -> dict[str, Any]:
-    loaded: Any = yaml.load(path.read_text(encoding="utf-8"), Loader=_SafeLoader)
-    return loaded if isinstance(loaded, dict) else {}  # pyright: ignore[reportUnknownVariableType]

@@ -20,8 +20,8 @@ from math import comb
 from pathlib import Path
 from typing import Any
 
-from .results import dump_yaml
 from .trial_rows import TRIAL_KINDS, TrialRow, read_row
+from .yaml_files import dump_yaml
 
 __all__ = [
     "DEFINITIONS",

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from .results import read_yaml, trial_dir
+from .results import trial_dir
+from .yaml_files import read_yaml
 
 __all__ = ["TRIAL_KINDS", "TrialKind", "TrialRow", "read_row", "row_of"]
 

@@ -15,9 +15,10 @@ from typing import Any, cast
 
 from ..errors import ConfigError
 from ..manifest import read_manifest
-from ..results import read_yaml, trial_dir
+from ..results import trial_dir
 from ..summary import DEFINITIONS, RunSummary, summarise
 from ..trial_rows import TrialRow
+from ..yaml_files import read_yaml
 
 __all__ = ["ReportData", "TrialView", "collect"]
 

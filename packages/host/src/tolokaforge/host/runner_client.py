@@ -47,6 +47,7 @@ from tolokaforge.core.models import TrialSpec
 from tolokaforge.core.retry import Backoff, RetryPolicy, retry_async
 
 from .errors import ConfigError, RegistrationFailedError, RunnerUnavailableError, TrialLostError
+from .reply_codec import ReplyCodec
 from .trial_spec import TaskWires, register_request
 
 __all__ = ["RegisteredTrial", "RunnerClient", "open_runner", "parse_address"]
@@ -135,7 +136,7 @@ class RunnerClient:
         self.address = f"{host}:{port}"
         self._channel: Channel | None = None
         if stub is None:
-            self._channel = Channel(host, port)
+            self._channel = Channel(host, port, codec=ReplyCodec())
             stub = RunnerServiceStub(self._channel)
         self._stub: RunnerStub = stub
         self._accepts_task_digest: bool | None = None

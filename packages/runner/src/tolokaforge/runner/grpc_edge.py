@@ -32,6 +32,8 @@ from grpclib.protocol import H2Protocol
 from grpclib.server import Server
 from h2.settings import SettingCodes
 
+from .reply_wire import ReplyCodec
+
 __all__ = ["EdgeLimits", "GuardedServer", "guard_mapping"]
 
 log = logging.getLogger(__name__)
@@ -183,10 +185,11 @@ class _GuardedProtocol(H2Protocol):
 
 
 class GuardedServer(Server):
-    """A grpclib Server whose connections carry :class:`EdgeLimits`' stream cap and idle timeout."""
+    """A grpclib Server whose connections carry :class:`EdgeLimits`' stream cap and idle timeout, and
+    whose replies marked as unchanging are encoded once (reply_wire.py)."""
 
     def __init__(self, handlers: list[Any], limits: EdgeLimits) -> None:
-        super().__init__(handlers)
+        super().__init__(handlers, codec=ReplyCodec())
         self.limits = limits
 
     def _protocol_factory(self) -> H2Protocol:

@@ -181,6 +181,7 @@ class TrialRegistry:
                 sources=sources,
                 worker_code=code,
                 golden_memo=known.golden if self.golden_replay == "task" else None,
+                shared_reply=known.reply if known.tools is not None and not sources else None,
             )
             await self.executor.prepare(trial)
             if spec.task.initial_state.initialization_actions:

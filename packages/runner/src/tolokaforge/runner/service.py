@@ -46,6 +46,7 @@ from .executor import ToolExecutor
 from .grading import grade_trial
 from .grpc_edge import EdgeLimits, guard_mapping
 from .registry import TrialRegistry
+from .reply_wire import send_unchanged
 
 __all__ = ["RunnerServicer"]
 
@@ -93,10 +94,17 @@ class RunnerServicer(RunnerServiceBase):
                 error_kind=RegistrationErrorKind.STATE_STORE,
                 retryable=True,
             )
+        shared = trial.shared_reply
+        if shared is not None and shared.message is not None:
+            return shared.message
         agent, user = trial.agent_tools.schemas(), trial.user_tools.schemas()
-        return RegisterTrialResponse(
+        reply = RegisterTrialResponse(
             success=True, tool_schemas=agent + user, num_agent_tools=len(agent), num_user_tools=len(user)
         )
+        if shared is not None:
+            shared.message = reply
+            send_unchanged(reply)
+        return reply
 
     async def execute_tool(self, message: ExecuteToolRequest) -> ExecuteToolResponse:
         if not message.call_id:

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import ValidationError
 
+from tolokaforge.contracts.runner import RegisterTrialResponse
 from tolokaforge.core.models import TaskDescription, TrialSpec, describe_validation_error
 
 from .code_loader import CodeBundle
@@ -31,10 +32,19 @@ from .state.mirror import in_key_order
 from .tools.base import Tool
 from .workers.code import WorkerCode
 
-__all__ = ["KnownTask", "TaskCache", "parse_json"]
+__all__ = ["KnownTask", "SharedReply", "TaskCache", "parse_json"]
 
 CAPACITY = 256
 """Tasks kept by digest; the least recently registered goes first."""
+
+
+@dataclass(eq=False)
+class SharedReply:
+    """The successful RegisterTrial reply of a task whose trials all get the same tools: it lists their
+    schemas and nothing of the trial, so the first such trial builds it and the others send it again
+    (encoded once: reply_wire.py). Never changed once set."""
+
+    message: RegisterTrialResponse | None = None
 
 
 @dataclass(eq=False)
@@ -56,6 +66,8 @@ class KnownTask:
     their workers import."""
     golden: GoldenMemo = field(default_factory=GoldenMemo)
     """Its golden replays' outcomes, reused by later trials once two agree (golden_memo.py)."""
+    reply: SharedReply = field(default_factory=lambda: SharedReply())
+    """Its trials' RegisterTrial reply, when they all get the shared ``tools`` and nothing more."""
 
     @classmethod
     def of(cls, task: TaskDescription) -> KnownTask:

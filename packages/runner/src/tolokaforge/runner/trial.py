@@ -19,6 +19,7 @@ from .workers.worker import WorkerCode
 
 if TYPE_CHECKING:
     from .golden_memo import GoldenMemo
+    from .task_cache import SharedReply
 
 __all__ = ["TrialContext"]
 
@@ -56,6 +57,9 @@ class TrialContext:
     workers: TrialWorkers | None = None
     """The trial's tool worker processes (isolated mode), started by the executor."""
     golden_memo: GoldenMemo | None = None
+    shared_reply: SharedReply | None = None
+    """Its task's RegisterTrial reply holder, when this trial's tools are exactly the task's shared
+    ones (no tool server added any): the reply is built once for all of them."""
     """The task's golden replays, shared by its trials (None: this trial replays its own)."""
 
     @property

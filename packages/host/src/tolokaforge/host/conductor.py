@@ -29,6 +29,7 @@ from .episode import Episode, run_episode
 from .errors import HostError, RegistrationFailedError, RunnerUnavailableError
 from .packs.loader import LoadedTask
 from .runner_client import RunnerClient
+from .slots import TrialSlot
 from .trace_results import check_trace_payload
 from .trial_spec import build_trial_spec
 from .turns import Usage
@@ -85,11 +86,13 @@ async def run_trial(
     settings: TrialSettings,
     *,
     first_attempt: int = 0,
+    slot: TrialSlot | None = None,
 ) -> TrialOutcome:
     """Run attempts ``first_attempt`` .. ``max_attempts - 1`` until one is not lost.
 
     ``first_attempt`` > 0 continues a trial whose earlier attempts were lost elsewhere (a Ray worker that
-    died): the attempt ids stay unique and the budget stays ``max_attempts`` in all.
+    died): the attempt ids stay unique and the budget stays ``max_attempts`` in all. With ``slot`` (held
+    for its episode), each attempt's grading and cleanup run on a grading slot (slots.py).
     """
     if not 0 <= first_attempt < settings.max_attempts:
         raise ValueError(f"first_attempt {first_attempt} is outside 0..{settings.max_attempts - 1}")
@@ -99,6 +102,8 @@ async def run_trial(
     lost: list[LostAttempt] = []
     usage = Usage()
     for attempt in range(first_attempt, settings.max_attempts):
+        if slot is not None:
+            await slot.to_episode()
         spec = build_trial_spec(
             task,
             run_id=settings.run_id,
@@ -107,7 +112,9 @@ async def run_trial(
             agent_model=agents.model,
             judge_model=settings.judge_model,
         )
-        outcome = await _attempt(runner, loaded, trial_index, spec.trial_id, agents, users, settings, spec)
+        outcome = await _attempt(
+            runner, loaded, trial_index, spec.trial_id, agents, users, settings, spec, slot
+        )
         usage.add(outcome.episode.usage)
         if outcome.termination != TerminationReason.TRIAL_LOST:
             break
@@ -135,6 +142,7 @@ async def _attempt(
     users: UserSimulatorFactory,
     settings: TrialSettings,
     spec: TrialSpec,
+    slot: TrialSlot | None,
 ) -> TrialOutcome:
     task = loaded.task
     outcome = TrialOutcome(task.task_id, trial_index, trial_id, Episode())
@@ -158,6 +166,8 @@ async def _attempt(
         except HostError as error:  # e.g. an llm user asked for where no model is configured
             outcome.episode.termination, outcome.episode.error = TerminationReason.ERROR, str(error)
         outcome.infrastructure_error = outcome.episode.infrastructure_error
+        if slot is not None:
+            await slot.to_grading()  # the next trial's episode starts while this one is graded
         if outcome.termination in GRADEABLE_TERMINATION_REASONS:
             await _grade(runner, outcome)
     finally:

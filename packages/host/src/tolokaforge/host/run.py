@@ -1,6 +1,7 @@
-"""A run: every selected task x trial index, through one runner, ``concurrency`` trials at a time.
+"""A run: every selected task x trial index, through one runner, ``concurrency`` episodes at a time.
 
-One event loop; an asyncio semaphore bounds the trials in flight. With ``settings.ray`` the trials run
+One event loop; slots.py bounds the trials in flight: ``concurrency`` episodes, and as many finished
+episodes being graded and cleaned up. With ``settings.ray`` the trials run
 on the workers of a Ray cluster instead (``ray_backend``), and everything else here is the same. Each finished trial is written at
 once (so an interrupted run can ``resume``), then the summary is computed from the files.
 
@@ -30,6 +31,7 @@ from .ray_backend import RaySettings
 from .result_writer import HELPER_MIN_TRIALS, ResultWriter
 from .results import configured_components, is_finished, trial_dir
 from .runner_client import RunnerClient, open_runner
+from .slots import TrialSlots
 from .summary import RunSummary, summarise, write_summary
 from .trial_rows import TrialRow, row_of
 from .users.base import UserSimulatorFactory
@@ -244,12 +246,14 @@ async def run_pack(
                 golden_replay=settings.golden_replay,
             ) as runner:
                 begin(await _runner_facts(runner, settings))  # unreachable: raised here, in seconds
-                gate = asyncio.Semaphore(settings.concurrency)
+                slots = TrialSlots(settings.concurrency)
 
                 async def one(loaded: LoadedTask, index: int) -> None:
-                    async with gate:
+                    async with slots.slot() as slot:
                         try:
-                            outcome = await run_trial(runner, loaded, index, agents, users, trial_settings)
+                            outcome = await run_trial(
+                                runner, loaded, index, agents, users, trial_settings, slot=slot
+                            )
                         except Exception as error:  # a host defect on one trial must not sink the others
                             crash((loaded.task_id, index), f"{type(error).__name__}: {error}")
                             return

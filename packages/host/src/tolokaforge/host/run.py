@@ -32,7 +32,7 @@ from .result_writer import HELPER_MIN_TRIALS, ResultWriter
 from .results import configured_components, is_finished, trial_dir
 from .runner_client import RunnerClient, open_runner
 from .slots import TrialSlots
-from .summary import RunSummary, summarise, write_summary
+from .summary import EntryTexts, RunSummary, summarise, write_summary
 from .trial_rows import TrialRow, row_of
 from .users.base import UserSimulatorFactory
 
@@ -213,9 +213,11 @@ async def run_pack(
             finished=outcome.infrastructure_error is None,
         )
         if written.grade is not None:
-            rows[(outcome.task_id, outcome.trial_index)] = row_of(
+            row = row_of(
                 outcome.task_id, outcome.trial_index, written.grade, written.trajectory, written.metrics
             )
+            rows[(outcome.task_id, outcome.trial_index)] = row
+            entries.add(row)
         observer.trial_done(outcome)
 
     def crash(key: tuple[str, int], error: str) -> None:
@@ -223,6 +225,7 @@ async def run_pack(
 
     started = time.perf_counter()
     writer = ResultWriter(helper=len(todo) >= HELPER_MIN_TRIALS)
+    entries = EntryTexts()
     try:
         if todo and settings.ray is not None:
             from .ray_backend.driver import ray_pool  # Ray costs seconds to import: only runs that use it
@@ -266,11 +269,13 @@ async def run_pack(
             settings.output.mkdir(parents=True, exist_ok=True)
             observer.started(len(keys), summary.skipped)
         await writer.drain()
+        texts = entries.texts()
     finally:
         writer.close()
+        entries.close()
     summary.wall_time_s = time.perf_counter() - started
     summary.ran = len(todo)
     summarise(settings.output, [(loaded.task_id, index) for loaded, index in keys], summary, crashes, rows)
-    write_summary(settings.output, summary)
+    write_summary(settings.output, summary, texts)
     manifest(utc_now())
     return summary

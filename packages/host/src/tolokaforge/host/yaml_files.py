@@ -36,7 +36,7 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 _Dumper.add_representer(str, _represent_str)
 
 
-def dump_yaml(data: dict[str, Any]) -> str:
+def dump_yaml(data: dict[str, Any] | list[Any]) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
 
 

@@ -101,3 +101,18 @@ async def test_a_cancelled_trial_frees_whatever_it_held() -> None:
     await asyncio.gather(task, return_exceptions=True)
     async with slots.slot() as slot:  # both slots are free again
         await asyncio.wait_for(slot.to_grading(), timeout=1)
+
+
+async def test_the_time_spent_waiting_for_a_grading_slot_is_counted_apart() -> None:
+    slots = TrialSlots(1)
+    async with slots.slot() as first:
+        await first.to_grading()  # holds the only grading slot
+
+        async def second() -> float:
+            async with slots.slot() as slot:
+                await slot.to_grading()
+                return slot.waited_s
+
+        waiting = asyncio.create_task(second())
+        await asyncio.sleep(0.05)
+    assert await waiting >= 0.04  # it waited for the first trial to be cleaned up

@@ -129,7 +129,8 @@ async def run_trial(
         )
     outcome.usage = usage
     outcome.judge_price_known = settings.judge_model is None or settings.judge_model.price is not None
-    outcome.wall_time_s = time.perf_counter() - started
+    # Waiting for a slot is the run's queue, not the trial's time.
+    outcome.wall_time_s = time.perf_counter() - started - (slot.waited_s if slot is not None else 0.0)
     return outcome
 
 

@@ -15,6 +15,7 @@ episode slot to try again), so the two bounds cannot wait on each other.
 from __future__ import annotations
 
 import asyncio
+import time
 from types import TracebackType
 from typing import Literal
 
@@ -36,6 +37,8 @@ class TrialSlot:
         self._episodes = episodes
         self._grading = grading
         self._held: Literal["episode", "grading"] | None = None
+        self.waited_s = 0.0
+        """Seconds spent waiting for a slot after the first (the run's queue, not the trial's own time)."""
 
     async def __aenter__(self) -> TrialSlot:
         await self._episodes.acquire()
@@ -51,7 +54,9 @@ class TrialSlot:
         """The episode ended: take a grading slot, then give the episode slot to the next trial."""
         if self._held != "episode":
             return
+        started = time.perf_counter()
         await self._grading.acquire()
+        self.waited_s += time.perf_counter() - started
         self._episodes.release()
         self._held = "grading"
 
@@ -60,7 +65,9 @@ class TrialSlot:
         if self._held == "episode":
             return
         self._release()
+        started = time.perf_counter()
         await self._episodes.acquire()
+        self.waited_s += time.perf_counter() - started
         self._held = "episode"
 
     def _release(self) -> None:

@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from jsonschema.exceptions import ValidationError
-
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.transcript.recorded import RecordedToolCall
@@ -354,8 +352,7 @@ class ToolExecutor:
                 ToolErrorCategory.INVALID_ARGUMENTS,
                 f"arguments must be a JSON object, got {type(arguments).__name__}",
             )
-        found: list[ValidationError] = list(tool.validator.iter_errors(arguments))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-        errors = sorted(found, key=lambda e: [str(part) for part in e.absolute_path])
+        errors = tool.validator.errors(arguments)
         if errors:
             problems = "; ".join(
                 f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}" for e in errors

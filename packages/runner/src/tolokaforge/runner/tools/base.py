@@ -15,6 +15,7 @@ from tolokaforge.contracts.runner import ToolSchema
 from tolokaforge.core.models import ToolDescription
 
 from ..errors import ToolLoadError
+from .arguments import ArgumentCheck
 
 __all__ = ["Tool", "ToolRegistry", "compile_parameters"]
 
@@ -26,13 +27,13 @@ class Tool(Protocol):
     def description(self) -> ToolDescription: ...
 
     @property
-    def validator(self) -> Draft202012Validator: ...
+    def validator(self) -> ArgumentCheck: ...
 
     def invoke(self, data: dict[str, Any], arguments: Mapping[str, Any]) -> str: ...
 
 
-def compile_parameters(description: ToolDescription) -> Draft202012Validator:
-    """The tool's argument validator; a schema that is not valid JSON Schema fails registration."""
+def compile_parameters(description: ToolDescription) -> ArgumentCheck:
+    """The tool's argument check; a schema that is not valid JSON Schema fails registration."""
     try:
         return _compiled(json.dumps(description.parameters, sort_keys=True))
     except SchemaError as error:
@@ -44,14 +45,14 @@ def compile_parameters(description: ToolDescription) -> Draft202012Validator:
 
 
 @functools.lru_cache(maxsize=4096)
-def _compiled(parameters_json: str) -> Draft202012Validator:
+def _compiled(parameters_json: str) -> ArgumentCheck:
     # Checking a schema against the metaschema costs milliseconds, and every trial of a task registers
     # the same schemas: compile each distinct schema once. Validators are immutable, so sharing is safe.
     parameters = json.loads(parameters_json)
     Draft202012Validator.check_schema(parameters)
     if parameters.get("type", "object") != "object":
         raise ValueError(f"parameters must describe an object, not {parameters.get('type')!r}")
-    return Draft202012Validator(parameters)
+    return ArgumentCheck.of(Draft202012Validator(parameters))
 
 
 @dataclass

@@ -16,12 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from jsonschema import Draft202012Validator
-
 from tolokaforge.core.models import ToolDescription
 
 from ..code_loader import CodeBundle
 from ..errors import ToolLoadError
+from .arguments import ArgumentCheck
 from .base import compile_parameters
 
 __all__ = ["PythonTool", "WorkerTool", "load_python_tool", "worker_tool"]
@@ -30,7 +29,7 @@ __all__ = ["PythonTool", "WorkerTool", "load_python_tool", "worker_tool"]
 @dataclass(frozen=True)
 class PythonTool:
     description: ToolDescription
-    validator: Draft202012Validator
+    validator: ArgumentCheck
     target: Any  # the tool class; its ``invoke`` is a static method
 
     def invoke(self, data: dict[str, Any], arguments: Mapping[str, Any]) -> str:
@@ -46,7 +45,7 @@ class WorkerTool:
     """A python tool whose code only ever runs in the trial's worker process."""
 
     description: ToolDescription
-    validator: Draft202012Validator
+    validator: ArgumentCheck
     module_path: str
     class_name: str
 

@@ -22,6 +22,8 @@ from jsonschema import Draft202012Validator
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.models import ToolDescription
 
+from .arguments import ArgumentCheck
+
 __all__ = [
     "CallInfo",
     "CallNotDelivered",
@@ -122,7 +124,7 @@ class RemoteTool:
     """A tool the model calls whose code runs in a source's child process."""
 
     description: ToolDescription
-    validator: Draft202012Validator
+    validator: ArgumentCheck
     spec: OperationSpec
     source: ToolSourceSession
 

@@ -45,22 +45,20 @@ def _leaf_keywords() -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
-_schemas = st.recursive(
-    _leaf_keywords(),
-    lambda children: st.fixed_dictionaries(
-        {},
-        optional={
-            "type": st.just("object"),
-            "properties": st.dictionaries(st.sampled_from("abc"), children, max_size=3),
-            "required": st.lists(st.sampled_from("abc"), max_size=3, unique=True),
-            "additionalProperties": st.booleans() | children,
-            "items": children | st.lists(children, max_size=2),
-            "prefixItems": st.lists(children, max_size=2),
-            "anyOf": st.lists(children, min_size=1, max_size=2),
-        },
-    ),
-    max_leaves=6,
-)
+def _composite(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    optional: dict[str, st.SearchStrategy[Any]] = {
+        "type": st.just("object"),
+        "properties": st.dictionaries(st.sampled_from("abc"), children, max_size=3),
+        "required": st.lists(st.sampled_from("abc"), max_size=3, unique=True),
+        "additionalProperties": st.booleans() | children,
+        "items": children | st.lists(children, max_size=2),
+        "prefixItems": st.lists(children, max_size=2),
+        "anyOf": st.lists(children, min_size=1, max_size=2),
+    }
+    return st.fixed_dictionaries({}, optional=optional)
+
+
+_schemas: st.SearchStrategy[dict[str, Any]] = st.recursive(_leaf_keywords(), _composite, max_leaves=6)
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -74,7 +72,7 @@ def test_what_the_compiled_check_accepts_jsonschema_accepts(
         assume(False)  # the runner refuses such a schema at registration
     check = ArgumentCheck.of(Draft202012Validator(schema))
     for instance in instances:
-        full_ok = Draft202012Validator(schema).is_valid(instance)
+        full_ok = Draft202012Validator(schema).is_valid(instance)  # pyright: ignore[reportUnknownMemberType]
         assert (not check.errors(instance)) == full_ok  # the check's verdict is always jsonschema's
         if check.fast is not None:
             try:

@@ -111,3 +111,7 @@ def __getattr__(name: str) -> object:
     value = getattr(importlib.import_module(home, __name__), name)
     globals()[name] = value  # later lookups are plain attribute reads
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -147,7 +147,9 @@ async def test_golden_replay_trial_replays_for_every_trial(
     assert logs == [["mark x"]] * 3
 
 
-async def test_trusted_mode_reuses_the_outcome_too() -> None:
+async def test_trusted_mode_reuses_the_outcome_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Trusted tools run in this process, in its working directory: their replays.log goes to tmp_path.
+    monkeypatch.chdir(tmp_path)
     handle, channel = await _open(RunnerSettings(isolation="thread"))
     stub = RunnerServiceStub(channel)
     try:

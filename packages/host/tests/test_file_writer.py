@@ -125,3 +125,15 @@ async def test_a_trial_that_cannot_be_written_is_raised_by_the_drain(tmp_path: P
             await writer.drain()
     finally:
         writer.close()
+
+
+def test_a_rewrite_cut_short_leaves_the_trial_unfinished(tmp_path: Path) -> None:
+    directory = tmp_path / "t" / "0"
+    _files(directory).store()  # an earlier attempt, finished
+    assert (directory / "grade.yaml").is_file()
+    (directory / "metrics.yaml").unlink()
+    (directory / "metrics.yaml").mkdir()  # the rewrite will fail on this file, after trajectory.yaml
+    with pytest.raises(IsADirectoryError):
+        _files(directory).store()
+    # The old grade.yaml went before anything was rewritten: the half-written trial is not finished.
+    assert not (directory / "grade.yaml").exists()

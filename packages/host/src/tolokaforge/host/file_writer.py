@@ -7,7 +7,7 @@ program, it imports nothing of the caller's (unlike multiprocessing's spawn, whi
 main module), and it stops when its stdin closes.
 
 Frames both ways are a 4-byte big-endian length, then the payload: a pickled list of
-:class:`~tolokaforge.host.results.TrialFiles` to the helper (only this host writes to it), and back an
+:class:`~tolokaforge.host.yaml_files.TrialFiles` to the helper (only this host writes to it), and back an
 empty payload when all were written, or the pickled list of each trial's exception (None where its
 files were written; raised here as it was there: a ``FileExistsError`` stays one).
 """
@@ -25,7 +25,7 @@ from typing import IO
 
 from .yaml_files import TrialFiles
 
-__all__ = ["FileWriterProcess", "HelperGone", "WriteFailed"]
+__all__ = ["FileWriterProcess", "HelperGone", "WriteFailed", "store_each"]
 
 _HEADER = struct.Struct(">I")
 
@@ -116,19 +116,35 @@ def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
     """
     while (payload := _read_frame(requests)) is not None:
         batch: list[TrialFiles] = pickle.loads(payload)
-        errors = [_store(files) for files in batch]
-        answer = b"" if all(error is None for error in errors) else pickle.dumps(errors)
+        errors = store_each(batch)
+        answer = (
+            b""
+            if all(error is None for error in errors)
+            else pickle.dumps([_sendable(e, f) for e, f in zip(errors, batch, strict=True)])
+        )
         answers.write(_HEADER.pack(len(answer)) + answer)
         answers.flush()
 
 
-def _store(files: TrialFiles) -> BaseException | None:
-    try:
-        files.store()
-    except Exception as error:  # the host raises it: a failed write is the run's to report
+def store_each(batch: Sequence[TrialFiles]) -> list[BaseException | None]:
+    """Write every trial's files, in order; each trial's failure (None: written), the others go on."""
+    errors: list[BaseException | None] = []
+    for files in batch:
         try:
-            pickle.dumps(error)
-        except Exception:  # an exception that does not pickle: its text, then
-            return WriteFailed(f"writing {files.directory}: {type(error).__name__}: {error}")
-        return error
-    return None
+            files.store()
+        except Exception as error:  # the host raises it: a failed write is the run's to report
+            errors.append(error)
+        else:
+            errors.append(None)
+    return errors
+
+
+def _sendable(error: BaseException | None, files: TrialFiles) -> BaseException | None:
+    """``error`` if it pickles, else a :class:`WriteFailed` with its text."""
+    if error is None:
+        return None
+    try:
+        pickle.dumps(error)
+    except Exception:
+        return WriteFailed(f"writing {files.directory}: {type(error).__name__}: {error}")
+    return error

@@ -10,6 +10,5 @@ from tolokaforge.host.file_writer import serve
 if __name__ == "__main__":
     serve(sys.stdin.buffer, sys.stdout.buffer)
     # Every file was written and closed before its answer went out: nothing is left to flush, and the
-    # interpreter's teardown (a tenth of a second with the host package imported) would only hold up
-    # the run that waits for this process to end.
+    # interpreter's teardown would only hold up the run that waits for this process to end.
     os._exit(0)

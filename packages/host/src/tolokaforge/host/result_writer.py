@@ -26,7 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from .conductor import TrialOutcome
-from .file_writer import FileWriterProcess, HelperGone
+from .file_writer import FileWriterProcess, HelperGone, store_each
 from .results import WrittenTrial, render_trial
 from .yaml_files import TrialFiles
 
@@ -123,12 +123,4 @@ class ResultWriter:
                 log.warning("%s; this process writes the run's files from here on", error)
                 self._helper.close()
                 self._helper, self._use_helper = None, False
-        return [_store(files) for files in batch]
-
-
-def _store(files: TrialFiles) -> BaseException | None:
-    try:
-        files.store()
-    except Exception as error:  # raised by the run's next write or its drain
-        return error
-    return None
+        return store_each(batch)  # failures are raised by the run's next write or its drain

@@ -51,18 +51,17 @@ class TrialFiles:
 
     def store(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
+        # A grade.yaml left by an earlier attempt goes first: until the new one is in place, the trial
+        # is unfinished, so files half rewritten by a crash are never taken for a result.
+        (self.directory / "grade.yaml").unlink(missing_ok=True)
         for name, document in self.documents:
             text = document if isinstance(document, str) else dump_yaml(document)
-            if name != "grade.yaml":
-                # Read only once grade.yaml says the trial is finished (a trial without one is run
-                # again, its files rewritten): a file cut short by a crash is never taken for a result.
+            if name != "grade.yaml":  # read only once grade.yaml says the trial finished: written in place
                 (self.directory / name).write_text(text, encoding="utf-8")
                 continue
             temporary = self.directory / (name + ".tmp")
             temporary.write_text(text, encoding="utf-8")
             os.replace(temporary, self.directory / name)
-        if not self.finished:
-            (self.directory / "grade.yaml").unlink(missing_ok=True)
 
 
 def read_yaml(path: Path) -> dict[str, Any]:

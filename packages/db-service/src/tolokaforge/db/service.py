@@ -16,6 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, cast
 
 from tolokaforge.db.errors import ValidationFailedError
+from tolokaforge.db.init_check import InitCheck
 from tolokaforge.db.operations import TableChange
 from tolokaforge.db.record_schemas import compile_schemas
 from tolokaforge.db.spec import ApiSpec
@@ -42,6 +43,7 @@ class Service:
         self.store = store
         self.spec = spec
         self.version = _package_version()
+        self._init_check = InitCheck(spec)
         # (initial state's full hash, record schemas) already checked: a trial created from_state with
         # the same schemas as an earlier one needs no pass over its records.
         self._checked: set[tuple[str, str]] = set()
@@ -62,7 +64,7 @@ class Service:
 
     async def init_trial(self, trial_id: str, body: Any) -> dict[str, Any]:
         self._trial_id(trial_id)
-        self.spec.validate("InitRequest", body)
+        self._init_check.validate(body)
         request = cast(dict[str, Any], body)
         from_state = cast(str | None, request.get("from_state"))
         if from_state is not None:

@@ -109,7 +109,9 @@ def _guard(path: str, func: StreamHandler, limits: EdgeLimits) -> StreamHandler:
     async def guarded(stream: Any) -> None:
         async def receive() -> Any:
             try:
-                return await asyncio.wait_for(_read_request(stream, limits), limits.receive_timeout_s)
+                # A timeout scope, not wait_for: wait_for runs the read as a task of its own, on every call.
+                async with asyncio.timeout(limits.receive_timeout_s):
+                    return await _read_request(stream, limits)
             except TimeoutError as error:
                 raise GRPCError(
                     Status.DEADLINE_EXCEEDED,

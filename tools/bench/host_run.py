@@ -1,6 +1,7 @@
 """Benchmark: golden-agent trials per second on the retail pack, embedded and against a runner process.
 
     uv run python tools/bench/host_run.py [--pack examples/packs/retail] [--trials 1] [--golden-replay task|trial]
+        [--isolation process|thread]
 
 For concurrency 1 and 16, on the embedded runner (in this process, called in process: what
 ``tolokaforge run`` does without ``--runner``) and on ``tolokaforge-runner`` in another process (over
@@ -9,12 +10,19 @@ prints the floor measured in the same run against the same runner: the rate of b
 CleanupTrial round trips of the pack's own trial specs at the same concurrency, the least any trial
 costs before a single tool call or grade. ``--golden-replay trial`` makes both runners replay the golden
 path for every trial (the default reuses a task's once two replays agree: docs/grading.md).
+``--isolation`` is the runner's: python tools in forked worker processes (the default) or on threads.
+
+After each run it prints the CPU a trial cost, in milliseconds: in this process (host, and the embedded
+runner), and in the processes it started and reaped (tool workers and their zygotes, the result-file
+helper; with a runner process, that runner and everything under it, reaped at its end: so the
+runner-process rows show 0 until the runner exits, and the total is printed once it has).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import resource
 import tempfile
 import time
 from collections.abc import AsyncGenerator
@@ -40,21 +48,32 @@ from tolokaforge.host import (
 CONCURRENCIES = (1, 16)
 
 
+Isolation = Literal["process", "thread"]
+
+
 @asynccontextmanager
-async def embedded(golden_replay: str) -> AsyncGenerator[None]:
+async def embedded(golden_replay: str, isolation: Isolation) -> AsyncGenerator[None]:
     """run_pack starts its own embedded runner; the floor gets one of its own, the same way."""
     yield None
 
 
 @asynccontextmanager
-async def subprocess_runner(golden_replay: str) -> AsyncGenerator[str]:
-    async with runner_process("--golden-replay", golden_replay) as (_, address):
+async def subprocess_runner(golden_replay: str, isolation: Isolation) -> AsyncGenerator[str]:
+    async with runner_process("--golden-replay", golden_replay, "--isolation", isolation) as (_, address):
         yield address
 
 
-async def floor_rate(address: str | None, pack: Pack, concurrency: int, rounds: int) -> float:
+def cpu_seconds() -> tuple[float, float]:
+    """(this process, its reaped descendants): user + system CPU seconds so far."""
+    own, reaped = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, reaped.ru_utime + reaped.ru_stime
+
+
+async def floor_rate(
+    address: str | None, pack: Pack, concurrency: int, rounds: int, isolation: Isolation
+) -> float:
     """RegisterTrial + CleanupTrial round trips per second over the pack's specs."""
-    async with open_runner(address) as client:
+    async with open_runner(address, isolation=isolation) as client:
         return await _floor_rate(client, pack, concurrency, rounds)
 
 
@@ -80,8 +99,14 @@ async def _floor_rate(client: RunnerClient, pack: Pack, concurrency: int, rounds
 
 
 async def trial_rate(
-    address: str | None, pack: Pack, concurrency: int, trials: int, golden_replay: Literal["task", "trial"]
-) -> tuple[float, float]:
+    address: str | None,
+    pack: Pack,
+    concurrency: int,
+    trials: int,
+    golden_replay: Literal["task", "trial"],
+    isolation: Isolation = "process",
+) -> tuple[float, float, int]:
+    """(trials/s, pass rate, trials run)."""
     with tempfile.TemporaryDirectory(prefix="tf-bench-") as scratch:
         started = time.perf_counter()
         summary = await run_pack(
@@ -94,10 +119,11 @@ async def trial_rate(
                 concurrency=concurrency,
                 runner=address,
                 golden_replay=golden_replay,
+                isolation=isolation,
             ),
         )
         elapsed = time.perf_counter() - started
-    return summary.ran / elapsed, summary.pass_rate
+    return summary.ran / elapsed, summary.pass_rate, summary.ran
 
 
 async def main() -> None:
@@ -105,24 +131,44 @@ async def main() -> None:
     parser.add_argument("--pack", type=Path, default=Path("examples/packs/retail"))
     parser.add_argument("--trials", type=int, default=1, help="trials per task")
     parser.add_argument("--golden-replay", choices=("task", "trial"), default="task")
+    parser.add_argument("--isolation", choices=("process", "thread"), default="process")
     args = parser.parse_args()
     pack = load_pack(args.pack)
     tune_collector()  # as `tolokaforge run` does once the pack is loaded
     print(
         f"pack {pack.name}: {len(pack.tasks)} tasks x {args.trials} trial(s), golden agent, "
-        f"golden replay per {args.golden_replay}"
+        f"golden replay per {args.golden_replay}, {args.isolation} isolation"
     )
-    print(f"{'runner':<11}{'conc':>5}{'trials/s':>11}{'floor reg+cleanup/s':>22}{'ratio':>8}{'pass':>7}")
+    print(
+        f"{'runner':<11}{'conc':>5}{'trials/s':>11}{'floor reg+cleanup/s':>22}{'ratio':>8}{'pass':>7}"
+        f"{'CPU ms/trial: here':>20}{'started':>9}"
+    )
     openers: tuple[tuple[str, Any], ...] = (("embedded", embedded), ("process", subprocess_runner))
     for mode, opener in openers:
-        async with opener(args.golden_replay) as address:
-            await floor_rate(address, pack, 4, 1)  # warm-up: imports, code bundle, caches
+        ran_here = 0
+        before_mode = cpu_seconds()
+        async with opener(args.golden_replay, args.isolation) as address:
+            await floor_rate(address, pack, 4, 1, args.isolation)  # warm-up: imports, code bundle, caches
             for concurrency in CONCURRENCIES:
-                floor = await floor_rate(address, pack, concurrency, args.trials)
-                rate, passed = await trial_rate(address, pack, concurrency, args.trials, args.golden_replay)
+                floor = await floor_rate(address, pack, concurrency, args.trials, args.isolation)
+                before = cpu_seconds()
+                rate, passed, ran = await trial_rate(
+                    address, pack, concurrency, args.trials, args.golden_replay, args.isolation
+                )
+                after = cpu_seconds()
+                ran_here += ran
+                here, started = ((a - b) / ran * 1e3 for a, b in zip(after, before, strict=True))
                 print(
                     f"{mode:<11}{concurrency:>5}{rate:>11.2f}{floor:>22.2f}{rate / floor:>8.2f}{passed:>7.2f}"
+                    f"{here:>20.2f}{started:>9.2f}"
                 )
+        if mode == "process":
+            # The runner and its workers were reaped just now: their CPU over this mode's trials (and
+            # its floors, which start no worker), all trials alike.
+            reaped = (cpu_seconds()[1] - before_mode[1]) / ran_here * 1e3
+            print(
+                f"{'':<11}{'':>5}{'the runner process and its workers over these trials:':>66}{reaped:>9.2f}"
+            )
 
 
 if __name__ == "__main__":

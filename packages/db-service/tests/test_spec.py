@@ -1,4 +1,5 @@
-"""The compiled fast validator and the reference jsonschema validator reach the same verdicts.
+"""The compiled fast validator and the reference jsonschema validator reach the same verdicts; so does
+the patch-request shortcut (patch_check.py) and the compiled validator.
 
 Bodies are valid seeds for each request schema, mutated by hypothesis: a sub-value replaced by any
 JSON value, a key dropped, a key added, a string given a trailing newline. Whatever the mutation,
@@ -12,10 +13,12 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import fastjsonschema  # pyright: ignore[reportMissingTypeStubs]
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, validators
@@ -24,6 +27,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from tolokaforge.db.errors import ValidationFailedError
+from tolokaforge.db.patch_check import PatchCheck
 from tolokaforge.db.spec import ApiSpec
 
 SEEDS: dict[str, list[Any]] = {
@@ -145,3 +149,57 @@ def test_seeds_are_valid_and_refusals_name_the_place() -> None:
         spec.validate("TablePatchRequest", {"operations": [{"op": "insert"}]})
     with pytest.raises(ValidationFailedError):  # "$" is the end of the string, not before a newline
         spec.validate("TableChange", {"table_name": "orders\n", "operations": [{"op": "delete", "index": 0}]})
+
+
+PATCH_REQUESTS = ("StatePatchRequest", "TablePatchRequest")
+
+
+def _fast_accepts(spec: ApiSpec, name: str, body: Any) -> bool:
+    try:
+        spec.fast_validator(name)(body)
+    except fastjsonschema.JsonSchemaException:  # pyright: ignore[reportUnknownMemberType]
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def patch_check() -> PatchCheck:
+    return PatchCheck(ApiSpec.load())
+
+
+@pytest.mark.parametrize("name", PATCH_REQUESTS)
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_the_patch_shortcut_agrees_with_the_full_validation(
+    patch_check: PatchCheck, name: str, data: st.DataObject
+) -> None:
+    body = data.draw(mutated(name))
+    spec = ApiSpec.load()
+    assert patch_check._accepts(name, body) == _fast_accepts(spec, name, body), body  # pyright: ignore[reportPrivateUsage]
+
+
+def test_valid_requests_take_the_shortcut_and_refusals_name_the_place(patch_check: PatchCheck) -> None:
+    body: dict[str, Any] = {
+        "changes": [{"table_name": "orders", "operations": [{"op": "upsert", "index": 0, "record": {}}]}]
+    }
+    assert patch_check._accepts("StatePatchRequest", body)  # pyright: ignore[reportPrivateUsage]
+    patch_check.validate("StatePatchRequest", body)
+    with pytest.raises(ValidationFailedError, match="operations"):
+        patch_check.validate("TablePatchRequest", {"operations": [{"op": "insert"}]})
+    with pytest.raises(ValidationFailedError):
+        patch_check.validate(
+            "StatePatchRequest", {"changes": [{"table_name": "t", "operations": [{"op": "drop"}]}]}
+        )
+
+
+def test_operations_not_told_apart_by_op_turn_the_shortcut_off(tmp_path: Path) -> None:
+    document = copy.deepcopy(ApiSpec.load().document)
+    # Deletes may now also be written as inserts: "op" alone no longer says which schema applies.
+    document["components"]["schemas"]["DeleteOperation"]["properties"]["op"] = {"enum": ["delete", "insert"]}
+    path = tmp_path / "db-service.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    check = PatchCheck(ApiSpec.load(path))
+    body = {"operations": [{"op": "delete", "index": 0}]}
+    assert not check._accepts("TablePatchRequest", body)  # pyright: ignore[reportPrivateUsage]
+    check.validate("TablePatchRequest", body)  # the full validation still decides
+    assert PatchCheck(ApiSpec.load())._accepts("TablePatchRequest", body)  # pyright: ignore[reportPrivateUsage]

@@ -18,6 +18,7 @@ from typing import Any, cast
 from tolokaforge.db.errors import ValidationFailedError
 from tolokaforge.db.init_check import InitCheck
 from tolokaforge.db.operations import TableChange
+from tolokaforge.db.patch_check import PatchCheck
 from tolokaforge.db.record_schemas import compile_schemas
 from tolokaforge.db.spec import ApiSpec
 from tolokaforge.db.store import Hashes, Store, TrialInit
@@ -44,6 +45,7 @@ class Service:
         self.spec = spec
         self.version = _package_version()
         self._init_check = InitCheck(spec)
+        self._patch_check = PatchCheck(spec)
         # (initial state's full hash, record schemas) already checked: a trial created from_state with
         # the same schemas as an earlier one needs no pass over its records.
         self._checked: set[tuple[str, str]] = set()
@@ -138,14 +140,14 @@ class Service:
     async def patch_table(self, trial_id: str, table_name: str, body: Any) -> dict[str, Any]:
         self._trial_id(trial_id)
         self._table_name(table_name)
-        self.spec.validate("TablePatchRequest", body)
+        self._patch_check.validate("TablePatchRequest", body)
         request = cast(dict[str, Any], body)
         change = TableChange(table_name, cast(list[Record], request["operations"]))
         return await self._patch(trial_id, [change], cast(int | None, request.get("expected_version")))
 
     async def patch_state(self, trial_id: str, body: Any) -> dict[str, Any]:
         self._trial_id(trial_id)
-        self.spec.validate("StatePatchRequest", body)
+        self._patch_check.validate("StatePatchRequest", body)
         request = cast(dict[str, Any], body)
         changes: list[TableChange] = []
         for change in cast(list[Mapping[str, Any]], request["changes"]):

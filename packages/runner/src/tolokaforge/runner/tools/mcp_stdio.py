@@ -144,6 +144,12 @@ class StdioServer:
                         self._write_failed = True
                         break
                     self._stdin.write(data)
+                    if self._stdin.is_closing():
+                        # The write itself found the server's end gone (EPIPE, which asyncio's pipe
+                        # transport takes in silence, closing): nothing of the request arrived. Seen
+                        # when the server exits between the loop's last poll and this write.
+                        self._write_failed = True
+                        break
                     await self._stdin.drain()
         except (ConnectionError, OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._write_failed = True

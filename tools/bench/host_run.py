@@ -15,7 +15,9 @@ path for every trial (the default reuses a task's once two replays agree: docs/g
 After each run it prints the CPU a trial cost, in milliseconds: in this process (host, and the embedded
 runner), and in the processes it started and reaped (tool workers and their zygotes, the result-file
 helper; with a runner process, that runner and everything under it, reaped at its end: so the
-runner-process rows show 0 until the runner exits, and the total is printed once it has).
+runner-process rows show 0 until the runner exits, and the total is printed once it has). ``machine``
+is the whole machine's busy CPU over the run per trial (every process and the kernel, from /proc/stat)
+and ``busy`` the share of its cores that was: the rate can reach at most cores / machine CPU per trial.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import resource
+import shutil
 import tempfile
 import time
 from collections.abc import AsyncGenerator
@@ -30,6 +33,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+from machine_cpu import machine_seconds
 from runner_process import runner_process
 
 from tolokaforge.core.collector import tune_collector
@@ -105,24 +109,25 @@ async def trial_rate(
     trials: int,
     golden_replay: Literal["task", "trial"],
     isolation: Isolation = "process",
+    *,
+    output: Path,
 ) -> tuple[float, float, int]:
-    """(trials/s, pass rate, trials run)."""
-    with tempfile.TemporaryDirectory(prefix="tf-bench-") as scratch:
-        started = time.perf_counter()
-        summary = await run_pack(
-            pack,
-            GoldenAgentFactory(),
-            UserRouter(),
-            RunSettings(
-                output=Path(scratch) / "run",
-                trials=trials,
-                concurrency=concurrency,
-                runner=address,
-                golden_replay=golden_replay,
-                isolation=isolation,
-            ),
-        )
-        elapsed = time.perf_counter() - started
+    """(trials/s, pass rate, trials run); the run's files go to ``output`` (a new directory)."""
+    started = time.perf_counter()
+    summary = await run_pack(
+        pack,
+        GoldenAgentFactory(),
+        UserRouter(),
+        RunSettings(
+            output=output,
+            trials=trials,
+            concurrency=concurrency,
+            runner=address,
+            golden_replay=golden_replay,
+            isolation=isolation,
+        ),
+    )
+    elapsed = time.perf_counter() - started
     return summary.ran / elapsed, summary.pass_rate, summary.ran
 
 
@@ -141,34 +146,50 @@ async def main() -> None:
     )
     print(
         f"{'runner':<11}{'conc':>5}{'trials/s':>11}{'floor reg+cleanup/s':>22}{'ratio':>8}{'pass':>7}"
-        f"{'CPU ms/trial: here':>20}{'started':>9}"
+        f"{'CPU ms/trial: here':>20}{'started':>9}{'machine':>9}{'busy':>6}"
     )
     openers: tuple[tuple[str, Any], ...] = (("embedded", embedded), ("process", subprocess_runner))
-    for mode, opener in openers:
-        ran_here = 0
-        before_mode = cpu_seconds()
-        async with opener(args.golden_replay, args.isolation) as address:
-            await floor_rate(address, pack, 4, 1, args.isolation)  # warm-up: imports, code bundle, caches
-            for concurrency in CONCURRENCIES:
-                floor = await floor_rate(address, pack, concurrency, args.trials, args.isolation)
-                before = cpu_seconds()
-                rate, passed, ran = await trial_rate(
-                    address, pack, concurrency, args.trials, args.golden_replay, args.isolation
-                )
-                after = cpu_seconds()
-                ran_here += ran
-                here, started = ((a - b) / ran * 1e3 for a, b in zip(after, before, strict=True))
-                print(
-                    f"{mode:<11}{concurrency:>5}{rate:>11.2f}{floor:>22.2f}{rate / floor:>8.2f}{passed:>7.2f}"
-                    f"{here:>20.2f}{started:>9.2f}"
-                )
-        if mode == "process":
-            # The runner and its workers were reaped just now: their CPU over this mode's trials (and
-            # its floors, which start no worker), all trials alike.
-            reaped = (cpu_seconds()[1] - before_mode[1]) / ran_here * 1e3
-            print(
-                f"{'':<11}{'':>5}{'the runner process and its workers over these trials:':>66}{reaped:>9.2f}"
+    # Every run's files stay until the end: a new inode on ext4 costs ten times more for a minute or
+    # so after many were deleted near it, so removing each run's files would slow the next run's writes.
+    scratch = Path(tempfile.mkdtemp(prefix="tf-bench-"))
+    try:
+        for mode, opener in openers:
+            await _mode(mode, opener, pack, args, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+async def _mode(mode: str, opener: Any, pack: Pack, args: argparse.Namespace, scratch: Path) -> None:
+    """One runner mode (embedded, or a runner process) at each concurrency; each run's files under ``scratch``."""
+    ran_here = 0
+    before_mode = cpu_seconds()
+    async with opener(args.golden_replay, args.isolation) as address:
+        await floor_rate(address, pack, 4, 1, args.isolation)  # warm-up: imports, code bundle, caches
+        for concurrency in CONCURRENCIES:
+            floor = await floor_rate(address, pack, concurrency, args.trials, args.isolation)
+            before, machine_before = cpu_seconds(), machine_seconds()
+            rate, passed, ran = await trial_rate(
+                address,
+                pack,
+                concurrency,
+                args.trials,
+                args.golden_replay,
+                args.isolation,
+                output=Path(tempfile.mkdtemp(prefix="run-", dir=scratch)),
             )
+            after, machine_after = cpu_seconds(), machine_seconds()
+            ran_here += ran
+            here, started = ((a - b) / ran * 1e3 for a, b in zip(after, before, strict=True))
+            busy, elapsed = (a - b for a, b in zip(machine_after, machine_before, strict=True))
+            print(
+                f"{mode:<11}{concurrency:>5}{rate:>11.2f}{floor:>22.2f}{rate / floor:>8.2f}{passed:>7.2f}"
+                f"{here:>20.2f}{started:>9.2f}{busy / ran * 1e3:>9.2f}{busy / elapsed:>6.0%}"
+            )
+    if mode == "process":
+        # The runner and its workers were reaped just now: their CPU over this mode's trials (and
+        # its floors, which start no worker), all trials alike.
+        reaped = (cpu_seconds()[1] - before_mode[1]) / ran_here * 1e3
+        print(f"{'':<11}{'':>5}{'the runner process and its workers over these trials:':>66}{reaped:>9.2f}")
 
 
 if __name__ == "__main__":

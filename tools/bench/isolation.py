@@ -44,8 +44,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from runner_calls import (  # pyright: ignore[reportPrivateUsage]
     PARAMS,
     TOOLS,
+    Figures,
     _echo_floor,  # pyright: ignore[reportPrivateUsage]
     _measure,  # pyright: ignore[reportPrivateUsage]
+    _median_row,  # pyright: ignore[reportPrivateUsage]
     _request,  # pyright: ignore[reportPrivateUsage]
     _spec,  # pyright: ignore[reportPrivateUsage]
 )
@@ -59,7 +61,7 @@ from tolokaforge.contracts.runner import (
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.runner import RunnerSettings, start_runner
 
-Row = tuple[float, float, float]
+Row = Figures
 MODES: tuple[Literal["process", "thread"], ...] = ("process", "thread")
 
 
@@ -84,7 +86,7 @@ async def _case(trials: int, calls: int, records: int, tool: str, code: Path) ->
                 row = await _measure(trials, max(calls // blocks, trials), call)
                 if block:  # block 0 warms both up
                     rows[mode].append(row)
-        return {mode: _median(mode_rows) for mode, mode_rows in rows.items()}
+        return {mode: _median_row(mode_rows) for mode, mode_rows in rows.items()}
     finally:
         for channel in channels.values():
             channel.close()
@@ -173,7 +175,7 @@ def _in_fresh_process(*case: str) -> dict[str, Row]:
         [sys.executable, __file__, "--case", *case], check=True, capture_output=True, text=True
     ).stdout
     rows = json.loads(out.strip().splitlines()[-1])
-    return {mode: (row[0], row[1], row[2]) for mode, row in rows.items()}
+    return {mode: Figures(*row) for mode, row in rows.items()}
 
 
 async def _spinning_neighbour(isolation: str, calls: int, code: Path) -> tuple[float, float]:
@@ -235,8 +237,8 @@ def main(calls: int, rounds: int) -> None:
             for tool in ("ping", "touch"):
                 case = (str(trials), str(calls), str(records), tool, str(code))
                 rows = [_in_fresh_process(*case) for _ in range(rounds)]
-                iso = _median([r["process"] for r in rows])
-                thr = _median([r["thread"] for r in rows])
+                iso = _median_row([r["process"] for r in rows])
+                thr = _median_row([r["thread"] for r in rows])
                 label = f"{tool} {trials:>2} trial(s) x {records:>6} records"
                 load = os.getloadavg()[0]
                 print(
@@ -267,14 +269,6 @@ def main(calls: int, rounds: int) -> None:
                 f"idle trial, {records:>6} records: worker RSS {rss:6.1f} MiB (unique {uss:6.1f} MiB); "
                 f"runner +{growth:6.1f} MiB per trial"
             )
-
-
-def _median(rows: list[Row]) -> Row:
-    return (
-        statistics.median(r[0] for r in rows),
-        statistics.median(r[1] for r in rows),
-        statistics.median(r[2] for r in rows),
-    )
 
 
 if __name__ == "__main__":

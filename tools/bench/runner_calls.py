@@ -28,12 +28,13 @@ import textwrap
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg  # pyright: ignore[reportMissingTypeStubs]
 from grpclib.client import Channel
 from grpclib.server import Server
+from machine_cpu import machine_seconds
 
 from tolokaforge.contracts.runner import (
     CleanupTrialRequest,
@@ -55,7 +56,7 @@ PG_DSN = os.environ.get("TOLOKAFORGE_BENCH_PG_DSN", "postgresql://postgres@127.0
 TOOLS = textwrap.dedent(
     """
     from __future__ import annotations
-    from typing import Any
+    from typing import Any, NamedTuple
 
     class Ping:
         @staticmethod
@@ -127,9 +128,17 @@ def _spec(trial_id: str, code: Path, records: int, *, mcp: bool = False) -> str:
     return json.dumps({"trial_id": trial_id, "task": task})
 
 
-async def _measure(
-    trials: int, calls: int, make_call: Callable[[int, int], Awaitable[None]]
-) -> tuple[float, float, float]:
+class Figures(NamedTuple):
+    rate: float
+    """calls/s"""
+    p50: float
+    p99: float
+    """latency, ms"""
+    cpu: float
+    """the whole machine's busy CPU per call, µs: both ends, the tool's worker, the kernel"""
+
+
+async def _measure(trials: int, calls: int, make_call: Callable[[int, int], Awaitable[None]]) -> Figures:
     latencies: list[float] = []
 
     async def loop(trial: int) -> None:
@@ -138,15 +147,19 @@ async def _measure(
             await make_call(trial, n)
             latencies.append(time.perf_counter() - started)
 
+    busy = machine_seconds()[0]
     started = time.perf_counter()
     await asyncio.gather(*(loop(t) for t in range(trials)))
     elapsed = time.perf_counter() - started
+    busy = machine_seconds()[0] - busy
     latencies.sort()
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
-    return len(latencies) / elapsed, statistics.median(latencies) * 1e3, p99 * 1e3
+    return Figures(
+        len(latencies) / elapsed, statistics.median(latencies) * 1e3, p99 * 1e3, busy / len(latencies) * 1e6
+    )
 
 
-async def _echo_floor(trials: int, calls: int) -> tuple[float, float, float]:
+async def _echo_floor(trials: int, calls: int) -> Figures:
     sock = socket.socket(
         socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP
     )  # TCP_NODELAY needs proto set
@@ -181,7 +194,7 @@ def _request(trial_id: str, tool: str, arguments: dict[str, Any], n: int) -> Exe
 
 async def _runner(
     trials: int, calls: int, records: int, tool: str, code: Path, db_url: str | None = None
-) -> tuple[float, float, float]:
+) -> Figures:
     handle = await start_runner(RunnerSettings(db_url=db_url))
     channel = Channel(handle.host, handle.port)
     stub = RunnerServiceStub(channel)
@@ -212,11 +225,9 @@ async def _runner(
         await handle.close()
 
 
-def _median_row(rows: list[tuple[float, float, float]]) -> tuple[float, float, float]:
-    return (
-        statistics.median(r[0] for r in rows),
-        statistics.median(r[1] for r in rows),
-        statistics.median(r[2] for r in rows),
+def _median_row(rows: list[Figures]) -> Figures:
+    return Figures(
+        *(statistics.median(row[column] for row in rows) for column in range(len(Figures._fields)))
     )
 
 
@@ -234,11 +245,8 @@ async def _durable_rows(calls: int, code: Path) -> None:
                 "\nrunner on a DB service over HTTP on PostgreSQL (1 trial; floor: the same call, 100 records)"
             )
             for records in (100, 100_000):
-                rate, p50, p99 = await _runner(1, calls, records, "touch", code, db_url)
-                print(
-                    f"{f'1 trial(s), {records:>6} records, touch':<44}{rate:>10.0f}{p50:>9.2f}{p99:>9.2f}   "
-                    f"{small[0]:>8.0f}{small[1]:>8.2f}{small[2]:>8.2f}        {small[0] / rate:>5.2f}x"
-                )
+                case = await _runner(1, calls, records, "touch", code, db_url)
+                print(f"{f'1 trial(s), {records:>6} records, touch':<44}{_columns(case, small)}")
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
         await admin.close()
@@ -247,17 +255,19 @@ async def _durable_rows(calls: int, code: Path) -> None:
 async def _row(n_trials: int, records: int, tool: str, calls: int, rounds: int, code: Path) -> None:
     # The floor is measured right beside each round of the case, with the same
     # concurrency, so machine noise hits both alike.
-    floors: list[tuple[float, float, float]] = []
-    cases: list[tuple[float, float, float]] = []
+    floors: list[Figures] = []
+    cases: list[Figures] = []
     for _ in range(rounds):
         floors.append(await _echo_floor(n_trials, calls))
         cases.append(await _runner(n_trials, calls, records, tool, code))
-    floor, (rate, p50, p99) = _median_row(floors), _median_row(cases)
     label = f"{n_trials} trial(s), {records:>6} records, {tool}"
-    print(
-        f"{label:<44}{rate:>10.0f}{p50:>9.2f}{p99:>9.2f}   "
-        f"{floor[0]:>8.0f}{floor[1]:>8.2f}{floor[2]:>8.2f}        {floor[0] / rate:>5.2f}x",
-        flush=True,
+    print(f"{label:<44}{_columns(_median_row(cases), _median_row(floors))}", flush=True)
+
+
+def _columns(case: Figures, floor: Figures) -> str:
+    return (
+        f"{case.rate:>10.0f}{case.p50:>9.2f}{case.p99:>9.2f}{case.cpu:>8.0f}   "
+        f"{floor.rate:>8.0f}{floor.p50:>8.2f}{floor.p99:>8.2f}{floor.cpu:>8.0f}     {floor.rate / case.rate:>5.2f}x"
     )
 
 
@@ -278,7 +288,8 @@ async def main() -> None:
         (code / "tools.py").write_text(TOOLS)
         (code / "mcp_echo.py").write_text(MCP_SERVER)
         print(
-            f"{'case':<44}{'calls/s':>10}{'p50 ms':>9}{'p99 ms':>9}   floor: echo calls/s, p50, p99   ratio"
+            f"{'case':<44}{'calls/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'CPU µs':>8}   "
+            f"floor: echo calls/s, p50, p99, CPU µs   ratio"
         )
         for trials in () if args.mcp_only else (1, 64):
             for records in (100, 100_000):

@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 
 from tolokaforge.contracts.runner import RegisterTrialRequest
-from tolokaforge.core.models import JudgeModelConfig, TaskDescription, TrialSpec
+from tolokaforge.core.models import JudgeModelConfig, TaskDescription, ToolCode, TrialSpec
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 
 __all__ = ["TaskWire", "TaskWires", "build_trial_spec", "register_request", "trial_id"]
@@ -59,16 +59,31 @@ class TaskWires:
         # By identity: a run's tasks are the same objects for every trial. The task is kept with its
         # wire form so that its id() is never reused by another object while it is here.
         self._wires: dict[int, tuple[TaskDescription, TaskWire]] = {}
+        self._code: dict[int, tuple[ToolCode, str]] = {}
+        """Code bundles by identity, with their JSON: a pack's tasks share one bundle object."""
 
     def of(self, task: TaskDescription) -> TaskWire:
         held = self._wires.get(id(task))
         if held is None or held[0] is not task:
-            # exclude_unset: a JSONPath check knows its operator by the fields that were given, so an
-            # unset operator must not travel as an explicit null.
-            text = task.model_dump_json(exclude_unset=True)
+            text = self._json(task)
             held = (task, TaskWire(text, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()))
             self._wires[id(task)] = held
         return held[1]
+
+    def _json(self, task: TaskDescription) -> str:
+        # exclude_unset: a JSONPath check knows its operator by the fields that were given, so an
+        # unset operator must not travel as an explicit null.
+        code = task.tool_code
+        if code is None or "tool_code" not in task.model_fields_set:
+            return task.model_dump_json(exclude_unset=True)
+        # The code bundle (every text file of the pack: most of a task's JSON) is one object shared by
+        # all the pack's tasks, so its JSON is made once and joined into each task's.
+        bundle = self._code.get(id(code))
+        if bundle is None or bundle[0] is not code:
+            bundle = (code, code.model_dump_json(exclude_unset=True))
+            self._code[id(code)] = bundle
+        rest = task.model_dump_json(exclude_unset=True, exclude={"tool_code"})
+        return f'{rest[:-1]}{"," if rest != "{}" else ""}"tool_code":{bundle[1]}}}'
 
 
 def register_request(

@@ -12,6 +12,10 @@ costs before a single tool call or grade. ``--golden-replay trial`` makes both r
 path for every trial (the default reuses a task's once two replays agree: docs/grading.md).
 ``--isolation`` is the runner's: python tools in forked worker processes (the default) or on threads.
 
+Beside the whole run's rate: ``steady``, the rate between the first and the last tenth of the trials to
+finish (the run's fixed costs left out: each task's first registration and golden replays, the zygote's
+start, the drain at the end), and ``1st ms``, how long the first trial took to finish.
+
 After each run it prints the CPU a trial cost, in milliseconds: in this process (host, and the embedded
 runner), and in the processes it started and reaped (tool workers and their zygotes, the result-file
 helper; with a runner process, that runner and everything under it, reaped at its end: so the
@@ -102,6 +106,29 @@ async def _floor_rate(client: RunnerClient, pack: Pack, concurrency: int, rounds
     return len(specs) / elapsed
 
 
+class Completions:
+    """When each trial of a run finished (a RunObserver for ``run_pack``)."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+
+    def started(self, total: int, skipped: int) -> None:
+        return None
+
+    def trial_done(self, outcome: Any) -> None:
+        self.times.append(time.perf_counter())
+
+    def steady_rate(self) -> float:
+        """Trials/s between the first and the last tenth of the run's trials to finish: the rate once
+        every task's first trials (parsing the task, its first golden replays, starting the zygote)
+        are behind and before the last trials drain."""
+        times = sorted(self.times)
+        low, high = len(times) // 10, len(times) * 9 // 10
+        if high - low < 2:
+            return 0.0
+        return (high - low) / (times[high] - times[low])
+
+
 async def trial_rate(
     address: str | None,
     pack: Pack,
@@ -111,8 +138,10 @@ async def trial_rate(
     isolation: Isolation = "process",
     *,
     output: Path,
-) -> tuple[float, float, int]:
-    """(trials/s, pass rate, trials run); the run's files go to ``output`` (a new directory)."""
+) -> tuple[float, float, int, float, float]:
+    """(trials/s, pass rate, trials run, steady trials/s, ms to the first trial done); the run's files
+    go to ``output`` (a new directory)."""
+    completions = Completions()
     started = time.perf_counter()
     summary = await run_pack(
         pack,
@@ -126,9 +155,11 @@ async def trial_rate(
             golden_replay=golden_replay,
             isolation=isolation,
         ),
+        completions,
     )
     elapsed = time.perf_counter() - started
-    return summary.ran / elapsed, summary.pass_rate, summary.ran
+    first = (min(completions.times) - started) * 1e3 if completions.times else 0.0
+    return summary.ran / elapsed, summary.pass_rate, summary.ran, completions.steady_rate(), first
 
 
 async def main() -> None:
@@ -145,7 +176,8 @@ async def main() -> None:
         f"golden replay per {args.golden_replay}, {args.isolation} isolation"
     )
     print(
-        f"{'runner':<11}{'conc':>5}{'trials/s':>11}{'floor reg+cleanup/s':>22}{'ratio':>8}{'pass':>7}"
+        f"{'runner':<11}{'conc':>5}{'trials/s':>11}{'steady':>8}{'1st ms':>8}{'floor reg+cleanup/s':>22}"
+        f"{'ratio':>8}{'pass':>7}"
         f"{'CPU ms/trial: here':>20}{'started':>9}{'machine':>9}{'busy':>6}"
     )
     openers: tuple[tuple[str, Any], ...] = (("embedded", embedded), ("process", subprocess_runner))
@@ -168,7 +200,7 @@ async def _mode(mode: str, opener: Any, pack: Pack, args: argparse.Namespace, sc
         for concurrency in CONCURRENCIES:
             floor = await floor_rate(address, pack, concurrency, args.trials, args.isolation)
             before, machine_before = cpu_seconds(), machine_seconds()
-            rate, passed, ran = await trial_rate(
+            rate, passed, ran, steady, first = await trial_rate(
                 address,
                 pack,
                 concurrency,
@@ -182,7 +214,8 @@ async def _mode(mode: str, opener: Any, pack: Pack, args: argparse.Namespace, sc
             here, started = ((a - b) / ran * 1e3 for a, b in zip(after, before, strict=True))
             busy, elapsed = (a - b for a, b in zip(machine_after, machine_before, strict=True))
             print(
-                f"{mode:<11}{concurrency:>5}{rate:>11.2f}{floor:>22.2f}{rate / floor:>8.2f}{passed:>7.2f}"
+                f"{mode:<11}{concurrency:>5}{rate:>11.2f}{steady:>8.1f}{first:>8.0f}{floor:>22.2f}"
+                f"{rate / floor:>8.2f}{passed:>7.2f}"
                 f"{here:>20.2f}{started:>9.2f}{busy / ran * 1e3:>9.2f}{busy / elapsed:>6.0%}"
             )
     if mode == "process":

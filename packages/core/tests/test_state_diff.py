@@ -5,9 +5,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tolokaforge.core import state_diff
 from tolokaforge.core.state_diff import ABSENT, diff_states
 
 
@@ -115,22 +117,50 @@ def test_stable_leaves_out_unstable_fields() -> None:
     assert stable.differences[0].actual == {"id": 2, "v": 2}
 
 
-@given(
-    st.lists(st.tuples(st.integers(0, 39), st.integers(0, 45), st.booleans()), max_size=6),
-    st.lists(st.tuples(st.integers(0, 39), st.integers(0, 45), st.booleans()), max_size=6),
+_EDITS = st.lists(
+    st.tuples(st.integers(0, 39), st.integers(0, 45), st.sampled_from(("keep_id", "new_id", "other_key"))),
+    max_size=6,
 )
+
+
+@given(_EDITS, _EDITS)
 def test_a_common_ancestor_never_changes_the_result(
-    golden_edits: list[tuple[int, int, bool]], trial_edits: list[tuple[int, int, bool]]
+    golden_edits: list[tuple[int, int, str]], trial_edits: list[tuple[int, int, str]]
 ) -> None:
     base: list[dict[str, Any]] = [{"id": i, "v": 0} for i in range(40)]
 
-    def edited(edits: list[tuple[int, int, bool]]) -> list[dict[str, Any]]:
+    def edited(edits: list[tuple[int, int, str]]) -> list[dict[str, Any]]:
         side = list(base)
-        for position, new_id, keep_id in edits:  # new ids may collide with kept ones
-            side[position] = {"id": base[position]["id"] if keep_id else new_id, "v": position + 1}
+        for position, new_id, how in edits:  # the first record too; new ids may collide with kept ones
+            if how == "other_key":  # no "id" at all: another field ending in _id
+                side[position] = {"ref_id": new_id, "v": position + 1}
+            else:
+                side[position] = {
+                    "id": base[position]["id"] if how == "keep_id" else new_id,
+                    "v": position + 1,
+                }
         return side
 
     golden, trial = edited(golden_edits), edited(trial_edits)
     assert diff_states({"t": golden}, {"t": trial}, common={"t": base}) == diff_states(
         {"t": golden}, {"t": trial}
     )
+
+
+def test_a_replaced_first_record_still_takes_the_ancestors_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    base: list[dict[str, Any]] = [{"id": i, "v": 0} for i in range(5)]
+    golden, trial = list(base), list(base)
+    golden[0] = {"id": 0, "v": 1}  # a golden path that changes the first record
+    trial[1] = {"id": 1, "v": 2}
+    diff_states({"t": list(base)}, {"t": trial}, common={"t": base})  # the ancestor is analysed here, once
+    walked: list[int] = []
+    whole = state_diff._identity_field  # pyright: ignore[reportPrivateUsage]
+
+    def counting(table: str, first: list[Any], second: list[Any], unstable: Any) -> str | None:
+        walked.append(len(first) + len(second))
+        return whole(table, first, second, unstable)
+
+    monkeypatch.setattr(state_diff, "_identity_field", counting)
+    diff = diff_states({"t": golden}, {"t": trial}, common={"t": base})
+    assert [(d.record, d.field) for d in diff.differences] == [("0", "v"), ("1", "v")]
+    assert walked == []  # decided from the replaced records alone, not by walking both states

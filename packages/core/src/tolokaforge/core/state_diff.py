@@ -298,9 +298,10 @@ def _shared_identity(
             _ANCESTORS.clear()
         analysed = _ANCESTORS[id(base)] = (base, field, values)
     _, field, values = analysed
-    # Only "id" (the first candidate) is decided here: a later candidate depends on the first record's
-    # fields and every earlier candidate failing, which is not worth tracking.
-    if field != "id" or first[0] is not base[0]:
+    # Only "id" is decided here: it is always the first candidate, whatever the first record holds (a
+    # later candidate depends on the first record's fields and every earlier candidate failing, which
+    # is not worth tracking), so a side that replaced its first record is decided like any other.
+    if field != "id":
         return _UNKNOWN
     for side in (first, second):
         moved = list(compress(range(len(base)), map(is_not, side, base)))

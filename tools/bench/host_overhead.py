@@ -12,8 +12,10 @@ against it at concurrency 16, in alternating rounds (medians shown):
 * the host: ``run_pack`` with the golden agent, result files and summary included.
 
 Both rows print trials/s and CPU ms per trial (this process: host, stub and canned servicer). The
-difference is what the host itself spends per trial; the spec-serialisation row is the part of it
-that building and encoding each trial's TrialSpec costs (the RegisterTrial payload).
+difference is what the host itself spends per trial. The last row, for scale, is what building and
+encoding a whole TrialSpec per trial costs (the plain RegisterTrial payload, task included, as sent to
+a runner that does not take task digests); against a runner that does, the host sends each task once
+per run and then only its digest, so a trial pays far less of it.
 """
 
 from __future__ import annotations
@@ -226,7 +228,7 @@ async def main() -> None:
     print(f"{'floor: bare stub, recorded requests':<44}{floor_rate:>10.1f}{floor_cpu:>14.2f}")
     print(f"{'host: run_pack, golden agent':<44}{host_rate:>10.1f}{host_cpu:>14.2f}")
     print(f"{'  host own (host - floor)':<44}{'':>10}{host_cpu - floor_cpu:>14.2f}")
-    print(f"{'  of which TrialSpec build + encode':<44}{'':>10}{spec:>14.2f}")
+    print(f"{'  (plain TrialSpec build + encode, per trial)':<44}{'':>10}{spec:>14.2f}")
 
 
 if __name__ == "__main__":

@@ -186,8 +186,16 @@ ADDITIVE: dict[str, list[Field]] = {
     ],
     "GradeTrialResponse": [("error_kind", 4, "GradeErrorKind", "")],
     # A task sent once per runner, then named by its digest (docs/protocol/runner.md#registertrial).
-    "RegisterTrialRequest": [("task_json", 5, "string", ""), ("task_digest", 6, "string", "")],
-    "HealthCheckResponse": [("accepts_task_digest", 6, "bool", "")],
+    # ... and the parts many tasks share (code bundle, initial tables), each sent once per runner.
+    "RegisterTrialRequest": [
+        ("task_json", 5, "string", ""),
+        ("task_digest", 6, "string", ""),
+        ("code_json", 7, "string", ""),
+        ("code_digest", 8, "string", ""),
+        ("tables_json", 9, "string", ""),
+        ("tables_digest", 10, "string", ""),
+    ],
+    "HealthCheckResponse": [("accepts_task_digest", 6, "bool", ""), ("accepts_task_parts", 7, "bool", "")],
     # The spec's note on include_agent_system_prompt: explicit presence, as for trace_checks.
     "JudgeReport": [("include_agent_system_prompt", 8, "bool", "optional")],
 }

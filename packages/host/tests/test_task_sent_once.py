@@ -125,3 +125,65 @@ async def test_the_first_trials_of_a_run_ask_the_runner_about_digests_once() -> 
     finally:
         client.close()
         await runner.close()
+
+
+class _RecordingStub(_CountingStub):
+    """The in-process stub, keeping every RegisterTrial request."""
+
+    def __init__(self, inner: InProcessStub) -> None:
+        super().__init__(inner)
+        self.registrations: list[RegisterTrialRequest] = []
+
+    async def register_trial(
+        self, message: RegisterTrialRequest, *, timeout: float | None = None
+    ) -> RegisterTrialResponse:
+        self.registrations.append(message)
+        await asyncio.sleep(0)  # let the other first trials run meanwhile, as over a network
+        return await self.inner.register_trial(message, timeout=timeout)
+
+
+async def test_a_runs_first_trials_send_the_packs_code_and_tables_once_between_them() -> None:
+    pack = load_pack(RETAIL)  # one code bundle, and one database for every task
+    runner = await start_runner(serve=False)
+    stub = _RecordingStub(runner.in_process_stub())
+    client = RunnerClient("embedded", 0, stub=stub)
+    try:
+        specs = [
+            build_trial_spec(loaded.task, run_id="r", trial_index=i)
+            for loaded in pack.tasks[:6]
+            for i in range(3)
+        ]
+        await asyncio.gather(*(client.register(spec) for spec in specs))
+        sent = stub.registrations
+        assert len(sent) == len(specs)  # none was refused and sent again
+        assert sum(bool(request.code_json) for request in sent) == 1
+        assert sum(bool(request.tables_json) for request in sent) == 1
+        assert sum(bool(request.task_json) for request in sent) == 6  # each task once
+        assert all(request.code_digest == sent[0].code_digest for request in sent)
+        tasks = runner.servicer.registry.tasks
+        assert len(tasks) == 6
+        # On the runner, every task refers to one code object and one copy of the tables.
+        contexts = [runner.servicer.registry.get(spec.trial_id) for spec in specs]
+        assert len({id(trial.spec.task.tool_code) for trial in contexts}) == 1
+        assert len({id(trial.initial_tables) for trial in contexts}) == 1
+    finally:
+        client.close()
+        await runner.close()
+
+
+async def test_a_runner_that_forgot_the_parts_is_sent_them_again() -> None:
+    pack = load_pack(RETAIL)
+    runner = await start_runner(serve=False)
+    stub = _RecordingStub(runner.in_process_stub())
+    client = RunnerClient("embedded", 0, stub=stub)
+    try:
+        await client.register(build_trial_spec(pack.tasks[0].task, run_id="r", trial_index=0))
+        runner.servicer.registry.tasks = TaskCache()  # restarted: neither the task nor its parts are kept
+        again = await client.register(build_trial_spec(pack.tasks[1].task, run_id="r", trial_index=0))
+        assert again.agent_tools
+        refused, resent = stub.registrations[-2:]
+        assert refused.task_json and not refused.code_json  # the host thought the runner kept the code
+        assert resent.task_json and resent.code_json and resent.tables_json
+    finally:
+        client.close()
+        await runner.close()

@@ -1,4 +1,5 @@
-"""A task's wire JSON: the same task as a plain dump, with the pack's shared code bundle serialised once."""
+"""A task's wire JSON: the same task as a plain dump, with the pack's shared code bundle serialised once;
+with parts, the task, its code and its tables apart, which together make that dump."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from tolokaforge.core.models import TaskDescription, ToolCode
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.trial_spec import TaskWires
+from tolokaforge.host.trial_spec import TaskWire, TaskWires
 
 RETAIL = Path(__file__).parents[3] / "examples" / "packs" / "retail"
 
@@ -22,11 +23,12 @@ def test_every_task_travels_as_its_own_plain_dump_says() -> None:
     for loaded in pack.tasks:
         task = loaded.task
         wire = wires.of(task)
-        assert json.loads(wire.json) == json.loads(task.model_dump_json(exclude_unset=True))
-        assert TaskDescription.model_validate_json(wire.json) == TaskDescription.model_validate_json(
+        assert wire.code is None and wire.tables is None
+        assert json.loads(wire.task.json) == json.loads(task.model_dump_json(exclude_unset=True))
+        assert TaskDescription.model_validate_json(wire.task.json) == TaskDescription.model_validate_json(
             task.model_dump_json(exclude_unset=True)
         )
-        assert wire.digest == hashlib.sha256(wire.json.encode("utf-8")).hexdigest()
+        assert wire.task.digest == hashlib.sha256(wire.task.json.encode("utf-8")).hexdigest()
         assert wires.of(task) is wire  # made once per task
 
 
@@ -47,7 +49,9 @@ def test_the_code_bundle_shared_by_a_packs_tasks_is_serialised_once(monkeypatch:
     wires.of(first)
     wire = wires.of(second)
     assert dumped == [first.tool_code]  # once, for both tasks
-    assert json.loads(wire.json)["tool_code"] == json.loads(original(first.tool_code, exclude_unset=True))
+    assert json.loads(wire.task.json)["tool_code"] == json.loads(
+        original(first.tool_code, exclude_unset=True)
+    )
 
 
 def test_a_task_without_tool_code_or_with_a_code_path_is_dumped_as_it_is() -> None:
@@ -55,5 +59,43 @@ def test_a_task_without_tool_code_or_with_a_code_path_is_dumped_as_it_is() -> No
     plain = TaskDescription.model_validate(base)
     with_path = TaskDescription.model_validate({**base, "tool_code": {"path": "/srv/code"}})
     wires = TaskWires()
-    assert wires.of(plain).json == plain.model_dump_json(exclude_unset=True)
-    assert json.loads(wires.of(with_path).json) == json.loads(with_path.model_dump_json(exclude_unset=True))
+    assert wires.of(plain).task.json == plain.model_dump_json(exclude_unset=True)
+    assert json.loads(wires.of(with_path).task.json) == json.loads(
+        with_path.model_dump_json(exclude_unset=True)
+    )
+    parted = TaskWires(parts=True)
+    assert parted.of(plain).keys == (parted.of(plain).task.digest,)  # nothing to send apart
+    assert parted.of(plain).task.json == plain.model_dump_json(exclude_unset=True)
+    code_only = parted.of(with_path)
+    assert code_only.tables is None and code_only.code is not None
+    assert json.loads(code_only.code.json) == {"path": "/srv/code"}
+
+
+def _whole(wire: TaskWire) -> dict[str, Any]:
+    """The task a runner taking parts puts together from a wire."""
+    task = json.loads(wire.task.json)
+    if wire.code is not None:
+        assert "tool_code" not in task
+        task["tool_code"] = json.loads(wire.code.json)
+    if wire.tables is not None:
+        assert "tables" not in task["initial_state"]
+        task["initial_state"]["tables"] = json.loads(wire.tables.json)
+    return task
+
+
+def test_with_parts_every_task_travels_as_task_code_and_tables_that_make_its_plain_dump() -> None:
+    pack = load_pack(RETAIL)
+    wires = TaskWires(parts=True)
+    made = [wires.of(loaded.task) for loaded in pack.tasks]
+    for loaded, wire in zip(pack.tasks, made, strict=True):
+        assert _whole(wire) == json.loads(loaded.task.model_dump_json(exclude_unset=True))
+        assert wire.code is not None and wire.tables is not None
+        assert wire.keys == (wire.task_key, wire.code.digest, wire.tables.digest)
+        for part in (wire.task, wire.code, wire.tables):
+            assert part.digest == hashlib.sha256(part.json.encode("utf-8")).hexdigest()
+        assert wires.of(loaded.task) is wire
+    # The pack's tasks share one code bundle and (retail's) one database: each part is one key for all.
+    assert len({wire.code.digest for wire in made if wire.code}) == 1
+    assert len({wire.tables.digest for wire in made if wire.tables}) == 1
+    assert len({wire.task_key for wire in made}) == len(made)
+    assert all(wire.code is made[0].code for wire in made)  # the bundle's part is made once

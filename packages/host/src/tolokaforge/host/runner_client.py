@@ -48,7 +48,8 @@ from tolokaforge.core.retry import Backoff, RetryPolicy, retry_async
 
 from .errors import ConfigError, RegistrationFailedError, RunnerUnavailableError, TrialLostError
 from .reply_codec import ReplyCodec
-from .trial_spec import TaskWires, register_request
+from .sent_once import SentOnce
+from .trial_spec import TaskWire, TaskWires, register_request
 
 __all__ = ["RegisteredTrial", "RunnerClient", "open_runner", "parse_address"]
 
@@ -139,11 +140,11 @@ class RunnerClient:
             self._channel = Channel(host, port, codec=ReplyCodec())
             stub = RunnerServiceStub(self._channel)
         self._stub: RunnerStub = stub
-        self._accepts_task_digest: bool | None = None
+        self._wires: TaskWires | None = None
+        """How tasks travel to this runner once HealthCheck said it takes them by digest."""
+        self._asked = False
         self._asking = asyncio.Lock()
-        self._task_wires = TaskWires()
-        self._tasks_sent: set[str] = set()
-        """Digests of the tasks this runner has been sent (it may still have forgotten one)."""
+        self._sent = SentOnce()
         self._budget = transport_budget_s
         self._timeout = rpc_timeout_s
 
@@ -178,29 +179,57 @@ class RunnerClient:
             budget_s,
         )
 
-    async def _task_digests(self) -> bool:
-        """Whether the runner takes a task once for many trials (HealthCheck says so; asked once)."""
-        if self._accepts_task_digest is None:
+    async def _task_wires(self) -> TaskWires | None:
+        """How this runner takes tasks: once for many trials (with their parts apart, when it can), or
+        whole in each TrialSpec (None). HealthCheck says which; asked once."""
+        if not self._asked:
             async with self._asking:  # the run's first trials all start at once: one of them asks
-                if self._accepts_task_digest is None:
+                if not self._asked:
                     try:
-                        self._accepts_task_digest = (await self.health_check()).accepts_task_digest
+                        health = await self.health_check()
+                        if health.accepts_task_digest:
+                            self._wires = TaskWires(parts=health.accepts_task_parts)
                     except grpclib.exceptions.GRPCError:  # a runner that cannot say: the plain way
-                        self._accepts_task_digest = False
-        return self._accepts_task_digest
+                        pass
+                    self._asked = True
+        return self._wires
 
     async def register(self, spec: TrialSpec) -> RegisteredTrial:
-        wire = self._task_wires.of(spec.task) if await self._task_digests() else None
-        request = register_request(
-            spec, wire, send_task=wire is not None and wire.digest not in self._tasks_sent
-        )
+        wires = await self._task_wires()
+        wire = wires.of(spec.task) if wires is not None else None
+        # Of what travels once, this registration sends what the runner does not keep yet, unless
+        # another registration is sending it right now: then it waits for that one's answer.
+        claimed = await self._sent.claim(wire.keys) if wire is not None else ()
+        held = False
+        try:
+            response = await self._register(spec, wire)
+            held = response.success
+        finally:
+            self._sent.settle(claimed, held=held)
+        if not response.success:
+            raise RegistrationFailedError(
+                f"RegisterTrial {spec.trial_id}: {response.error}",
+                kind=response.error_kind.name or "UNSPECIFIED",
+                retryable=response.retryable,
+            )
+        if wire is not None:
+            self._sent.held.update(wire.keys)
+        schemas = tuple(response.tool_schemas)
+        split = response.num_agent_tools
+        return RegisteredTrial(spec.trial_id, schemas[:split], schemas[split:])
+
+    async def _register(self, spec: TrialSpec, wire: TaskWire | None) -> RegisterTrialResponse:
+        request = register_request(spec, wire, sent=self._sent.held)
         response = await self._retrying(
             "RegisterTrial", lambda: self._stub.register_trial(request, timeout=self._timeout)
         )
-        if wire is not None and response.error_kind == RegistrationErrorKind.TASK_NOT_CACHED:
-            # The runner forgot the task (restarted, or evicted it): send it again, with the task.
-            self._tasks_sent.discard(wire.digest)
-            request = register_request(spec, wire, send_task=True)
+        if wire is not None and response.error_kind in (
+            RegistrationErrorKind.TASK_NOT_CACHED,
+            RegistrationErrorKind.PART_NOT_CACHED,
+        ):
+            # The runner forgot the task or a part (restarted, or evicted it): send everything again.
+            self._sent.forget(wire.keys)
+            request = register_request(spec, wire)
             response = await self._retrying(
                 "RegisterTrial", lambda: self._stub.register_trial(request, timeout=self._timeout)
             )
@@ -210,17 +239,7 @@ class RunnerClient:
             response = await self._retrying(
                 "RegisterTrial", lambda: self._stub.register_trial(request, timeout=self._timeout)
             )
-        if not response.success:
-            raise RegistrationFailedError(
-                f"RegisterTrial {spec.trial_id}: {response.error}",
-                kind=response.error_kind.name or "UNSPECIFIED",
-                retryable=response.retryable,
-            )
-        if wire is not None:
-            self._tasks_sent.add(wire.digest)
-        schemas = tuple(response.tool_schemas)
-        split = response.num_agent_tools
-        return RegisteredTrial(spec.trial_id, schemas[:split], schemas[split:])
+        return response
 
     async def execute(
         self, trial_id: str, *, call_id: str, tool_name: str, arguments_json: str, executor: str

@@ -8,6 +8,7 @@ RunnerError                        retryable: may the same request succeed when 
 │   ├── DuplicateTrialError        ... DUPLICATE_TRIAL: the trial_id is registered already
 │   ├── ToolLoadError              ... TOOL_LOAD: a tool's code, schema or server could not be loaded
 │   ├── TaskNotCachedError         ... TASK_NOT_CACHED: task_digest names no task kept here (send task_json)
+│   ├── PartNotCachedError         ... PART_NOT_CACHED: code_digest / tables_digest names no part kept here
 │   └── StateStoreError            ... STATE_STORE: the store refused the initial state (retryable when
 │                                  it could not be reached at all)
 ├── TrialNotFoundError             the trial is not registered (TRIAL_NOT_FOUND / "Trial '<id>' not found")
@@ -38,6 +39,7 @@ __all__ = [
     "MissingComponentWeight",
     "NotGradeable",
     "NotGradeableAsAuthored",
+    "PartNotCachedError",
     "RegistrationError",
     "RunnerError",
     "StateStoreError",
@@ -86,6 +88,14 @@ class TaskNotCachedError(RegistrationError):
 
     def __init__(self, digest: str) -> None:
         super().__init__(f"this runner keeps no task with digest {digest}; send task_json with it")
+        self.digest = digest
+
+
+class PartNotCachedError(RegistrationError):
+    kind = RegistrationErrorKind.PART_NOT_CACHED
+
+    def __init__(self, part: str, digest: str) -> None:
+        super().__init__(f"this runner keeps no {part} with digest {digest}; send {part}_json with it")
         self.digest = digest
 
 

@@ -48,7 +48,7 @@ from .executor import ToolExecutor
 from .golden_memo import GoldenReplay
 from .isolated import worker_code
 from .state.mirror import TrialMirror
-from .task_cache import KnownTask, TaskCache
+from .task_cache import KnownTask, TaskCache, TaskParts
 from .tools import ToolRegistry, load_python_tool
 from .tools.python_tools import WorkerTool, worker_tool
 from .tools.remote import ToolSourceSession
@@ -128,13 +128,14 @@ class TrialRegistry:
         default_tool_timeout_s: float,
         task_json: str = "",
         task_digest: str = "",
+        parts: TaskParts | None = None,
     ) -> TrialContext:
         skew = check_engine_protocol_version(engine_protocol_version)
         if skew is not None:
             raise VersionSkewError(skew)
         if not trial_id:
             raise RegistrationError("trial_id is empty")
-        spec, known = self.tasks.resolve(trial_spec_json, task_json, task_digest)
+        spec, known = self.tasks.resolve(trial_spec_json, task_json, task_digest, parts)
         if spec.trial_id != trial_id:
             raise RegistrationError(
                 f"trial_id {trial_id!r} differs from the TrialSpec's trial_id {spec.trial_id!r}"
@@ -306,7 +307,13 @@ class TrialRegistry:
             for tool in user_tools:
                 user.add(tool)
             return agent, user, known.bundle, code
-        bundle = load_code(task.tool_code, self.work_dir)
+        shared = known.code_part
+        if shared is not None and shared.bundle is not None:  # written out and digested by another task
+            bundle = shared.bundle
+        else:
+            bundle = load_code(task.tool_code, self.work_dir)
+            if shared is not None and task.tool_code.path is None:  # a path is digested every time
+                shared.bundle = bundle
         isolated: list[WorkerTool] = []
         for registry, descriptions in ((agent, task.agent_tools), (user, task.user_tools)):
             for description in descriptions:

@@ -47,6 +47,7 @@ from .grading import grade_trial
 from .grpc_edge import EdgeLimits, guard_mapping
 from .registry import TrialRegistry
 from .reply_wire import send_unchanged
+from .task_cache import TaskParts
 
 __all__ = ["RunnerServicer"]
 
@@ -82,6 +83,12 @@ class RunnerServicer(RunnerServiceBase):
                 default_tool_timeout_s=message.default_tool_timeout_s,
                 task_json=message.task_json,
                 task_digest=message.task_digest,
+                parts=TaskParts(
+                    code_json=message.code_json,
+                    code_digest=message.code_digest,
+                    tables_json=message.tables_json,
+                    tables_digest=message.tables_digest,
+                ),
             )
         except RegistrationError as error:
             return RegisterTrialResponse(
@@ -238,6 +245,7 @@ class RunnerServicer(RunnerServiceBase):
             db_service_connected=connected,
             available_adapters=["tau_sync", "mcp", "provider", *isolation],
             accepts_task_digest=True,
+            accepts_task_parts=True,
         )
 
 

@@ -226,6 +226,12 @@ class RegistrationErrorKind(betterproto2.Enum):
     task_digest named a task this runner does not keep: send the request again with task_json.
     """
 
+    PART_NOT_CACHED = 7
+    """
+    code_digest or tables_digest named a part this runner does not keep: send the request again
+    with the parts (and the task).
+    """
+
     @classmethod
     def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
         return {
@@ -236,6 +242,7 @@ class RegistrationErrorKind(betterproto2.Enum):
             4: "REGISTRATION_ERROR_KIND_TOOL_LOAD",
             5: "REGISTRATION_ERROR_KIND_STATE_STORE",
             6: "REGISTRATION_ERROR_KIND_TASK_NOT_CACHED",
+            7: "REGISTRATION_ERROR_KIND_PART_NOT_CACHED",
         }
 
     @classmethod
@@ -248,6 +255,7 @@ class RegistrationErrorKind(betterproto2.Enum):
             "REGISTRATION_ERROR_KIND_TOOL_LOAD": 4,
             "REGISTRATION_ERROR_KIND_STATE_STORE": 5,
             "REGISTRATION_ERROR_KIND_TASK_NOT_CACHED": 6,
+            "REGISTRATION_ERROR_KIND_PART_NOT_CACHED": 7,
         }
 
 
@@ -652,6 +660,12 @@ class HealthCheckResponse(betterproto2.Message):
     Whether RegisterTrialRequest.task_json / task_digest are understood (a task sent once per runner).
     """
 
+    accepts_task_parts: "bool" = betterproto2.field(7, betterproto2.TYPE_BOOL)
+    """
+    Whether RegisterTrialRequest.code_json / code_digest / tables_json / tables_digest are understood
+    (parts many tasks share, sent once per runner).
+    """
+
 
 default_message_pool.register_message("tolokaforge.runner.v1", "HealthCheckResponse", HealthCheckResponse)
 
@@ -733,6 +747,33 @@ class RegisterTrialRequest(betterproto2.Message):
     task_digest: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
     """
     Lowercase hex SHA-256 of task_json's UTF-8 bytes.
+    """
+
+    code_json: "str" = betterproto2.field(7, betterproto2.TYPE_STRING)
+    """
+    Parts many tasks share, sent once per runner (runners whose HealthCheck answers
+    accepts_task_parts; only with task_digest). With code_digest set, the task (task_json, or the one
+    kept) has no "tool_code" member: its tool_code is the JSON object code_json when that is given
+    (its UTF-8 bytes must hash to code_digest; the runner keeps it under that digest), else the one the
+    runner keeps under code_digest. tables_digest / tables_json do the same for the "tables" member
+    of the task's initial_state. A runner keeping a named part no longer answers
+    REGISTRATION_ERROR_KIND_PART_NOT_CACHED and the caller sends the request again with the parts.
+    The runner keeps a task under task_digest together with the digests of its parts.
+    """
+
+    code_digest: "str" = betterproto2.field(8, betterproto2.TYPE_STRING)
+    """
+    Lowercase hex SHA-256 of code_json's UTF-8 bytes.
+    """
+
+    tables_json: "str" = betterproto2.field(9, betterproto2.TYPE_STRING)
+    """
+    The task's initial tables as one JSON object (table name to table).
+    """
+
+    tables_digest: "str" = betterproto2.field(10, betterproto2.TYPE_STRING)
+    """
+    Lowercase hex SHA-256 of tables_json's UTF-8 bytes.
     """
 
 

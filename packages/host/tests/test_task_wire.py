@@ -99,3 +99,14 @@ def test_with_parts_every_task_travels_as_task_code_and_tables_that_make_its_pla
     assert len({wire.tables.digest for wire in made if wire.tables}) == 1
     assert len({wire.task_key for wire in made}) == len(made)
     assert all(wire.code is made[0].code for wire in made)  # the bundle's part is made once
+
+
+def test_tables_orjson_refuses_travel_as_the_plain_dump_has_them() -> None:
+    # A keyed table read from YAML may have integer keys: JSON has only string keys.
+    tables = {"items": {1: {"name": "a"}, 2: {"name": "b"}}, "big": [{"n": 2**70}]}
+    task = TaskDescription.model_validate(
+        {"task_id": "t", "name": "n", "initial_user_message": "hi", "initial_state": {"tables": tables}}
+    )
+    wire = TaskWires(parts=True).of(task)
+    assert wire.tables is not None
+    assert _whole(wire) == json.loads(task.model_dump_json(exclude_unset=True))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import hashlib
 import json
 import logging
@@ -372,7 +371,7 @@ class TrialRegistry:
             code_root=code_root,
             log_dir=self.work_dir / "logs",
             db_url=self._require_db_url,
-            limits=dataclasses.replace(self.executor.isolated.limits, network=True),
+            limits=self.executor.isolated.limits.replace(network=True),
         )
         return await start_tool_servers(task.tool_servers, places, {"agent": agent, "user": user})
 

@@ -184,7 +184,9 @@ ADDITIVE: dict[str, list[Field]] = {
         ("error_kind", 6, "RegistrationErrorKind", ""),
         ("retryable", 7, "bool", ""),
     ],
-    "GradeTrialResponse": [("error_kind", 4, "GradeErrorKind", "")],
+    "GradeTrialResponse": [("error_kind", 4, "GradeErrorKind", ""), ("released", 5, "bool", "")],
+    # Grading that also forgets the trial, saving a CleanupTrial per trial (docs/protocol/runner.md).
+    "GradeTrialRequest": [("release", 6, "bool", "")],
     # A task sent once per runner, then named by its digest (docs/protocol/runner.md#registertrial).
     # ... and the parts many tasks share (code bundle, initial tables), each sent once per runner.
     "RegisterTrialRequest": [

@@ -19,7 +19,7 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 
-from tolokaforge.contracts.runner import Grade, GradeErrorKind, JudgeStatus
+from tolokaforge.contracts.runner import Grade, GradeErrorKind, GradeTrialResponse, JudgeStatus
 from tolokaforge.core.models import JudgeModelConfig, TrialSpec
 from tolokaforge.core.termination import GRADEABLE_TERMINATION_REASONS, TerminationReason
 from tolokaforge.core.transcript import encode_transcript_wire
@@ -147,6 +147,7 @@ async def _attempt(
 ) -> TrialOutcome:
     task = loaded.task
     outcome = TrialOutcome(task.task_id, trial_index, trial_id, Episode())
+    released = False
     try:
         registered = await runner.register(spec)
     except (RegistrationFailedError, RunnerUnavailableError) as error:
@@ -170,24 +171,36 @@ async def _attempt(
         if slot is not None:
             await slot.to_grading()  # the next trial's episode starts while this one is graded
         if outcome.termination in GRADEABLE_TERMINATION_REASONS:
-            await _grade(runner, outcome)
+            released = await _grade(runner, outcome)
     finally:
-        # Every attempt is cleaned up; a runner gone for good is reported on the trajectory, not raised.
-        with contextlib.suppress(RunnerUnavailableError):
-            await runner.cleanup(trial_id)
+        # Every attempt is cleaned up (by GradeTrial itself, when the runner released the trial); a
+        # runner gone for good is reported on the trajectory, not raised.
+        if not released:
+            with contextlib.suppress(RunnerUnavailableError):
+                await runner.cleanup(trial_id)
     return outcome
 
 
-async def _grade(runner: RunnerClient, outcome: TrialOutcome) -> None:
+async def _grade(runner: RunnerClient, outcome: TrialOutcome) -> bool:
+    """Grade the attempt into ``outcome``; whether the runner released the trial with it."""
     episode = outcome.episode
     assert episode.termination is not None
     try:
         response = await runner.grade(
-            outcome.trial_id, encode_transcript_wire(episode.messages), episode.termination.value
+            outcome.trial_id,
+            encode_transcript_wire(episode.messages),
+            episode.termination.value,
+            release=True,
         )
     except RunnerUnavailableError as error:
         outcome.infrastructure_error = f"GradeTrial: {error}"
-        return
+        return False
+    _read_grade(response, outcome)
+    return response.released
+
+
+def _read_grade(response: GradeTrialResponse, outcome: TrialOutcome) -> None:
+    episode = outcome.episode
     if response.success and response.grade is not None:
         try:
             check_trace_payload(response.grade)

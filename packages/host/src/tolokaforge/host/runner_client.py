@@ -271,10 +271,15 @@ class RunnerClient:
         return response
 
     async def grade(
-        self, trial_id: str, llm_messages_json: str, termination_reason: str
+        self, trial_id: str, llm_messages_json: str, termination_reason: str, *, release: bool = False
     ) -> GradeTrialResponse:
+        """GradeTrial; with ``release``, the runner forgets the trial once graded when it can (the
+        response's ``released``: otherwise the caller still sends CleanupTrial)."""
         request = GradeTrialRequest(
-            trial_id=trial_id, llm_messages_json=llm_messages_json, termination_reason=termination_reason
+            trial_id=trial_id,
+            llm_messages_json=llm_messages_json,
+            termination_reason=termination_reason,
+            release=release,
         )
         return await self._retrying(
             "GradeTrial", lambda: self._stub.grade_trial(request, timeout=self._timeout)

@@ -46,6 +46,7 @@ from .executor import ToolExecutor
 from .grading import grade_trial
 from .grpc_edge import EdgeLimits, guard_mapping
 from .registry import TrialRegistry
+from .released_grades import ReleasedGrades
 from .reply_wire import send_unchanged
 from .task_cache import TaskParts
 
@@ -69,6 +70,7 @@ class RunnerServicer(RunnerServiceBase):
         self.executor = executor
         self.store_name = store_name
         self.limits = limits or EdgeLimits()
+        self.released = ReleasedGrades()
 
     def __mapping__(self) -> dict[str, grpclib.const.Handler]:
         # Every handler decodes its request under the limits and answers typed errors (grpc_edge.py).
@@ -101,6 +103,7 @@ class RunnerServicer(RunnerServiceBase):
                 error_kind=RegistrationErrorKind.STATE_STORE,
                 retryable=True,
             )
+        self.released.forget(message.trial_id)  # the id is a new trial now: its old grade is not its
         shared = trial.shared_reply
         if shared is not None and shared.message is not None:
             return shared.message
@@ -166,12 +169,32 @@ class RunnerServicer(RunnerServiceBase):
         )
 
     async def grade_trial(self, message: GradeTrialRequest) -> GradeTrialResponse:
+        answer = await self._grade(message)
+        if message.release and answer.error_kind != GradeErrorKind.TRIAL_NOT_FOUND:
+            answer.released = await self._release(message.trial_id)
+            if answer.released:
+                self.released.keep(message.trial_id, answer)
+        return answer
+
+    async def _release(self, trial_id: str) -> bool:
+        """Forget a graded trial as CleanupTrial would; False (the caller cleans up) if that failed."""
+        try:
+            await self.registry.cleanup(trial_id)
+        except (StoreUnreachableError, DBServiceError, RegistrationError) as error:
+            log.warning("releasing graded trial %s failed: %s", trial_id, _describe(error))
+            return False
+        return True
+
+    async def _grade(self, message: GradeTrialRequest) -> GradeTrialResponse:
         try:
             trial = self.registry.get(message.trial_id)
             grade = await grade_trial(trial, message, self.executor)
         except InvalidRequestError as error:
             raise grpclib.GRPCError(Status.INVALID_ARGUMENT, str(error)) from error
         except TrialNotFoundError as error:
+            released = self.released.get(message.trial_id)
+            if released is not None:  # graded and released already: this is that request again
+                return released
             return GradeTrialResponse(
                 success=False, error=str(error), error_kind=GradeErrorKind.TRIAL_NOT_FOUND
             )
@@ -218,6 +241,7 @@ class RunnerServicer(RunnerServiceBase):
         return ResetTrialResponse(success=True, state_hash=hashes.stable_hash)
 
     async def cleanup_trial(self, message: CleanupTrialRequest) -> CleanupTrialResponse:
+        self.released.forget(message.trial_id)
         if not _TRIAL_ID.fullmatch(message.trial_id) and message.trial_id not in self.registry.trial_ids():
             return CleanupTrialResponse(success=True)  # no state can exist under such an id
         try:

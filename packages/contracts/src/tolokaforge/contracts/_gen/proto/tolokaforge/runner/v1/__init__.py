@@ -587,6 +587,14 @@ class GradeTrialRequest(betterproto2.Message):
     empty when the engine reported none. A value outside the enum fails the RPC.
     """
 
+    release: "bool" = betterproto2.field(6, betterproto2.TYPE_BOOL)
+    """
+    Forget the trial once it is graded, as CleanupTrial would, saving the caller that call: the
+    response's `released` says whether it was. The runner keeps the answer for a while, so this
+    request sent again (its reply lost) gets the same one. A runner that does not know this field
+    answers released = false, and the caller sends CleanupTrial as before.
+    """
+
 
 default_message_pool.register_message("tolokaforge.runner.v1", "GradeTrialRequest", GradeTrialRequest)
 
@@ -614,6 +622,11 @@ class GradeTrialResponse(betterproto2.Message):
     """
     Why grading failed (UNSPECIFIED on success), by the error table's rows: callers decide by this,
     never by matching the text of `error`.
+    """
+
+    released: "bool" = betterproto2.field(5, betterproto2.TYPE_BOOL)
+    """
+    The request asked for `release` and the trial is gone: CleanupTrial would do nothing more.
     """
 
 

@@ -8,7 +8,10 @@ GradeTrial answers. Then the proxy replays them, with no runner behind it, and t
 against it at concurrency 16, in alternating rounds (medians shown):
 
 * the floor: the recorded request sequence of every trial (RegisterTrial, each ExecuteTool, GradeTrial,
-  CleanupTrial) sent with a bare stub, requests built in advance: the gRPC cost of a trial, both ends;
+  and CleanupTrial unless the grade released the trial) sent with a bare stub, requests built in
+  advance: the gRPC cost of a trial, both ends. A task (and the parts tasks share) travels with a
+  round's first trial of it, the later ones name it by digest, as the host does with a real runner
+  (the canned runner answers HealthCheck as the recorded one did);
 * the host: ``run_pack`` with the golden agent, result files and summary included.
 
 Both rows print trials/s and CPU ms per trial (this process: host, stub and canned servicer). The
@@ -85,6 +88,8 @@ class CannedRunner(RunnerServiceBase):
         self.upstream: RunnerServiceStub | None = upstream
         self.tapes: dict[str, Tape] = {}
         self._replies: dict[tuple[str, str], ExecuteToolResponse] = {}
+        self._health = HealthCheckResponse(status="SERVING", version="canned")
+        """The real runner's answer once recorded: the host then sends tasks and parts as it would to it."""
 
     def stop_recording(self) -> None:
         self.upstream = None
@@ -94,8 +99,8 @@ class CannedRunner(RunnerServiceBase):
 
     async def health_check(self, message: HealthCheckRequest) -> HealthCheckResponse:
         if self.upstream is not None:
-            return await self.upstream.health_check(message)
-        return HealthCheckResponse(status="SERVING", version="canned")
+            self._health = await self.upstream.health_check(message)
+        return self._health
 
     async def register_trial(self, message: RegisterTrialRequest) -> RegisterTrialResponse:
         task_id = _task_of(message.trial_id)
@@ -156,17 +161,27 @@ async def _floor(address: str, canned: CannedRunner, trials: int) -> int:
     tapes = list(canned.tapes.values())
     gate = asyncio.Semaphore(CONCURRENCY)
 
-    async def one(tape: Tape) -> None:
+    async def one(tape: Tape, index: int) -> None:
         assert tape.register_request is not None and tape.grade is not None
+        request = tape.register_request
+        if index > 0:  # as the host: a task and its parts travel with a run's first trial of it only
+            request = RegisterTrialRequest(
+                trial_id=request.trial_id,
+                trial_spec_json=request.trial_spec_json,
+                engine_protocol_version=request.engine_protocol_version,
+                task_digest=request.task_digest,
+                code_digest=request.code_digest,
+                tables_digest=request.tables_digest,
+            )
         async with gate:
-            await stub.register_trial(tape.register_request)
+            await stub.register_trial(request)
             for request, _ in tape.executes:
                 await stub.execute_tool(request)
             await stub.grade_trial(tape.grade[0])
             if not tape.grade[1].released:  # as the host: no CleanupTrial after a grade that released
                 await stub.cleanup_trial(CleanupTrialRequest(trial_id=tape.register_request.trial_id))
 
-    await asyncio.gather(*(one(tape) for _ in range(trials) for tape in tapes))
+    await asyncio.gather(*(one(tape, index) for index in range(trials) for tape in tapes))
     channel.close()
     return trials * len(tapes)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -119,3 +120,51 @@ async def chat_server() -> AsyncIterator[Callable[[Responder], Awaitable[ChatSer
     yield start
     for runner in runners:
         await runner.cleanup()
+
+
+class RecordingStub:
+    """The embedded runner's in-process stub in front of the host, keeping what the host sends.
+
+    ``health_delay_s``: HealthCheck answers late (every first trial waits meanwhile);
+    ``old``: a runner that knows no GradeTrial ``release`` (the field is dropped, never answered).
+    RegisterTrial yields once first, so a run's first trials interleave as over a network.
+    """
+
+    def __init__(self, inner: Any, *, health_delay_s: float = 0.0, old: bool = False) -> None:
+        self.inner = inner
+        self.health_delay_s = health_delay_s
+        self.old = old
+        self.health_checks = 0
+        self.registrations: list[Any] = []
+        self.grades: list[Any] = []
+        self.cleanups: list[str] = []
+
+    async def health_check(self, message: Any = None, *, timeout: float | None = None) -> Any:
+        self.health_checks += 1
+        await asyncio.sleep(self.health_delay_s)
+        return await self.inner.health_check(message, timeout=timeout)
+
+    async def register_trial(self, message: Any, *, timeout: float | None = None) -> Any:
+        self.registrations.append(message)
+        await asyncio.sleep(0)
+        return await self.inner.register_trial(message, timeout=timeout)
+
+    async def execute_tool(self, message: Any, *, timeout: float | None = None) -> Any:
+        return await self.inner.execute_tool(message, timeout=timeout)
+
+    async def grade_trial(self, message: Any, *, timeout: float | None = None) -> Any:
+        if self.old:
+            message.release = False
+        answer = await self.inner.grade_trial(message, timeout=timeout)
+        self.grades.append(answer)
+        return answer
+
+    async def cleanup_trial(self, message: Any, *, timeout: float | None = None) -> Any:
+        self.cleanups.append(message.trial_id)
+        return await self.inner.cleanup_trial(message, timeout=timeout)
+
+
+@pytest.fixture
+def recording_stub() -> type[RecordingStub]:
+    """The :class:`RecordingStub` class: ``recording_stub(runner.in_process_stub(), old=True)``."""
+    return RecordingStub

@@ -3,28 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from tolokaforge.contracts.runner import (
-    CleanupTrialRequest,
-    CleanupTrialResponse,
-    ExecuteToolRequest,
-    ExecuteToolResponse,
-    GradeTrialRequest,
-    GradeTrialResponse,
-    HealthCheckRequest,
-    HealthCheckResponse,
-    RegisterTrialRequest,
-    RegisterTrialResponse,
-)
 from tolokaforge.host.packs import load_pack
 from tolokaforge.host.runner_client import RunnerClient
 from tolokaforge.host.trial_spec import build_trial_spec
 from tolokaforge.runner import start_runner
-from tolokaforge.runner.in_process import InProcessStub
 from tolokaforge.runner.task_cache import TaskCache
 
 RETAIL = Path(__file__).parents[3] / "examples" / "packs" / "retail"
+Stubs = Callable[..., Any]
+"""The ``recording_stub`` fixture (conftest.py): RecordingStub(inner, *, health_delay_s, old)."""
 
 
 async def test_trials_of_one_task_share_one_copy_and_a_forgetful_runner_is_sent_it_again() -> None:
@@ -77,45 +68,10 @@ async def test_tasks_with_equal_initial_states_share_one_copy_of_the_tables() ->
         await runner.close()
 
 
-class _CountingStub:
-    """The in-process stub, counting HealthChecks."""
-
-    def __init__(self, inner: InProcessStub) -> None:
-        self.inner = inner
-        self.health_checks = 0
-
-    async def health_check(
-        self, message: HealthCheckRequest | None = None, *, timeout: float | None = None
-    ) -> HealthCheckResponse:
-        self.health_checks += 1
-        await asyncio.sleep(0.05)  # an answer that takes a while: every trial is waiting meanwhile
-        return await self.inner.health_check(message, timeout=timeout)
-
-    async def register_trial(
-        self, message: RegisterTrialRequest, *, timeout: float | None = None
-    ) -> RegisterTrialResponse:
-        return await self.inner.register_trial(message, timeout=timeout)
-
-    async def execute_tool(
-        self, message: ExecuteToolRequest, *, timeout: float | None = None
-    ) -> ExecuteToolResponse:
-        return await self.inner.execute_tool(message, timeout=timeout)
-
-    async def grade_trial(
-        self, message: GradeTrialRequest, *, timeout: float | None = None
-    ) -> GradeTrialResponse:
-        return await self.inner.grade_trial(message, timeout=timeout)
-
-    async def cleanup_trial(
-        self, message: CleanupTrialRequest, *, timeout: float | None = None
-    ) -> CleanupTrialResponse:
-        return await self.inner.cleanup_trial(message, timeout=timeout)
-
-
-async def test_the_first_trials_of_a_run_ask_the_runner_about_digests_once() -> None:
+async def test_the_first_trials_of_a_run_ask_the_runner_about_digests_once(recording_stub: Stubs) -> None:
     pack = load_pack(RETAIL)
     runner = await start_runner(serve=False)
-    stub = _CountingStub(runner.in_process_stub())
+    stub = recording_stub(runner.in_process_stub(), health_delay_s=0.05)
     client = RunnerClient("embedded", 0, stub=stub)
     try:
         specs = [build_trial_spec(loaded.task, run_id="r", trial_index=0) for loaded in pack.tasks[:16]]
@@ -127,25 +83,12 @@ async def test_the_first_trials_of_a_run_ask_the_runner_about_digests_once() -> 
         await runner.close()
 
 
-class _RecordingStub(_CountingStub):
-    """The in-process stub, keeping every RegisterTrial request."""
-
-    def __init__(self, inner: InProcessStub) -> None:
-        super().__init__(inner)
-        self.registrations: list[RegisterTrialRequest] = []
-
-    async def register_trial(
-        self, message: RegisterTrialRequest, *, timeout: float | None = None
-    ) -> RegisterTrialResponse:
-        self.registrations.append(message)
-        await asyncio.sleep(0)  # let the other first trials run meanwhile, as over a network
-        return await self.inner.register_trial(message, timeout=timeout)
-
-
-async def test_a_runs_first_trials_send_the_packs_code_and_tables_once_between_them() -> None:
+async def test_a_runs_first_trials_send_the_packs_code_and_tables_once_between_them(
+    recording_stub: Stubs,
+) -> None:
     pack = load_pack(RETAIL)  # one code bundle, and one database for every task
     runner = await start_runner(serve=False)
-    stub = _RecordingStub(runner.in_process_stub())
+    stub = recording_stub(runner.in_process_stub())
     client = RunnerClient("embedded", 0, stub=stub)
     try:
         specs = [
@@ -171,10 +114,10 @@ async def test_a_runs_first_trials_send_the_packs_code_and_tables_once_between_t
         await runner.close()
 
 
-async def test_a_runner_that_forgot_the_parts_is_sent_them_again() -> None:
+async def test_a_runner_that_forgot_the_parts_is_sent_them_again(recording_stub: Stubs) -> None:
     pack = load_pack(RETAIL)
     runner = await start_runner(serve=False)
-    stub = _RecordingStub(runner.in_process_stub())
+    stub = recording_stub(runner.in_process_stub())
     client = RunnerClient("embedded", 0, stub=stub)
     try:
         await client.register(build_trial_spec(pack.tasks[0].task, run_id="r", trial_index=0))

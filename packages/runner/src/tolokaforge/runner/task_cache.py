@@ -23,7 +23,7 @@ import gc
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -204,45 +204,10 @@ class TaskCache:
         return KnownTask.of(_validate(TaskDescription, data, "invalid task_json"), code, tables)
 
     def _code_part(self, text: str, digest: str) -> SharedCode | None:
-        if not digest:
-            if text:
-                raise RegistrationError("code_json is given without code_digest")
-            return None
-        digest = digest.lower()
-        kept = self._code.get(digest)
-        if kept is None:
-            if not text:
-                raise PartNotCachedError("code", digest)
-            _check_digest("code", text, digest)
-            # A ToolCode object, not a dict: a task refers to it as it is (its model validates once).
-            kept = SharedCode(_validate(ToolCode, parse_json(text, "code_json"), "invalid code_json"))
-            _keep(self._code, digest, kept)
-        else:
-            # The text a caller sends again with a kept part is not read: the digest names the content.
-            self._code.move_to_end(digest)
-        return kept
+        return _part(self._code, "code", text, digest, _shared_code)
 
     def _tables_part(self, text: str, digest: str) -> SharedTables | None:
-        if not digest:
-            if text:
-                raise RegistrationError("tables_json is given without tables_digest")
-            return None
-        digest = digest.lower()
-        kept = self._tables.get(digest)
-        if kept is None:
-            if not text:
-                raise PartNotCachedError("tables", digest)
-            _check_digest("tables", text, digest)
-            tables = parse_json(text, "tables_json")
-            if not isinstance(tables, dict):
-                raise RegistrationError("invalid tables_json: it must be a JSON object of tables")
-            kept = SharedTables(
-                {name: in_key_order(table) for name, table in cast(dict[str, Any], tables).items()}
-            )
-            _keep(self._tables, digest, kept)
-        else:
-            self._tables.move_to_end(digest)
-        return kept
+        return _part(self._tables, "tables", text, digest, _shared_tables)
 
     def settle(self, known: KnownTask, full_hash: str) -> None:
         """Record that ``known``'s initial state has ``full_hash``; a task whose initial state equals one
@@ -265,10 +230,38 @@ class TaskCache:
 _Part = TypeVar("_Part", SharedCode, SharedTables)
 
 
-def _keep(parts: OrderedDict[str, _Part], digest: str, part: _Part) -> None:
-    parts[digest] = part
+def _part(
+    parts: OrderedDict[str, _Part], what: str, text: str, digest: str, make: Callable[[Any], _Part]
+) -> _Part | None:
+    """The part ``digest`` names: kept, or made from ``text`` (checked against the digest) and kept."""
+    if not digest:
+        if text:
+            raise RegistrationError(f"{what}_json is given without {what}_digest")
+        return None
+    digest = digest.lower()
+    kept = parts.get(digest)
+    if kept is not None:
+        # The text a caller sends again with a kept part is not read: the digest names the content.
+        parts.move_to_end(digest)
+        return kept
+    if not text:
+        raise PartNotCachedError(what, digest)
+    _check_digest(what, text, digest)
+    kept = parts[digest] = make(parse_json(text, f"{what}_json"))
     while len(parts) > PART_CAPACITY:
         parts.popitem(last=False)
+    return kept
+
+
+def _shared_code(data: Any) -> SharedCode:
+    # A ToolCode object, not a dict: every task naming it refers to it as it is (validated once).
+    return SharedCode(_validate(ToolCode, data, "invalid code_json"))
+
+
+def _shared_tables(data: Any) -> SharedTables:
+    if not isinstance(data, dict):
+        raise RegistrationError("invalid tables_json: it must be a JSON object of tables")
+    return SharedTables({name: in_key_order(table) for name, table in cast(dict[str, Any], data).items()})
 
 
 def _check_digest(what: str, text: str, digest: str) -> None:

@@ -66,12 +66,24 @@ async def test_without_release_the_trial_stays(stub: RunnerServiceStub) -> None:
     assert (await stub.cleanup_trial(CleanupTrialRequest(trial_id="kept:0"))).success
 
 
-async def test_the_request_sent_again_gets_the_same_answer(stub: RunnerServiceStub) -> None:
+async def test_the_request_sent_again_gets_the_same_answer(
+    runner: RunnerHandle, stub: RunnerServiceStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, request = await _graded(stub, "again:0")
     request.release = True
     first = await stub.grade_trial(request)
+    releases: list[str] = []
+    registry = runner.servicer.registry
+    original = registry.cleanup
+
+    async def counting(trial_id: str) -> bool:
+        releases.append(trial_id)
+        return await original(trial_id)
+
+    monkeypatch.setattr(registry, "cleanup", counting)
     repeat = await stub.grade_trial(request)  # as after a reply lost in transit
     assert repeat == first and repeat.released
+    assert releases == []  # answered from memory: nothing is released twice
     assert repeat.grade is not None and repeat.grade.binary_pass
 
 

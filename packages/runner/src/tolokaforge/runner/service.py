@@ -170,6 +170,8 @@ class RunnerServicer(RunnerServiceBase):
 
     async def grade_trial(self, message: GradeTrialRequest) -> GradeTrialResponse:
         answer = await self._grade(message)
+        if answer.released:  # the request again, answered from what its release kept: nothing to do
+            return answer
         if message.release and answer.error_kind != GradeErrorKind.TRIAL_NOT_FOUND:
             answer.released = await self._release(message.trial_id)
             if answer.released:

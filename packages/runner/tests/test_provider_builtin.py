@@ -109,3 +109,12 @@ async def test_exec_runs_in_the_workspace_with_exit_status_and_deadline(
     assert slow.status == ExecutionStatus.TIMEOUT and _category(slow) == ToolErrorCategory.TIMEOUT
     absent = await call_tool("builtin:0", "exec_run", {"command": ["no-such-command-here"]}, "c4")
     assert _category(absent) == ToolErrorCategory.NOT_FOUND
+
+
+async def test_exec_a_command_longer_than_ten_seconds_runs_to_its_declared_budget(
+    workspace: Path, call_tool: CallTool
+) -> None:
+    # exec_run declares a 30 s budget: a 15 s command succeeds, whatever fixed deadline the transport has.
+    slow = await call_tool("builtin:0", "exec_run", {"command": ["sh", "-c", "sleep 15; echo done"]}, "c1")
+    assert slow.status == ExecutionStatus.SUCCESS, (_category(slow), slow.error_message)
+    assert json.loads(slow.output)["stdout"] == "done\n"

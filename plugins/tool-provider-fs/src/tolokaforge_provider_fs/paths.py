@@ -1,23 +1,81 @@
-"""Confine a caller's path to the workspace: resolve it (symlinks included) and refuse what leaves."""
+"""The workspace a call may touch, and how a refused path is worded.
+
+Every path is opened by :mod:`tolokaforge.core.beneath` relative to a descriptor of the workspace, so
+no symlink is ever followed and nothing leaves the workspace, even while the trial's code swaps a
+folder for a link. The workspace itself comes from the call's CallContext; this module decides
+whether that is a workspace at all.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
-__all__ = ["Escape", "confine"]
+from tolokaforge.contracts.tool import ToolErrorCategory
+from tolokaforge.core.beneath import NotARegularFile, PathEscapes, PathHasSymlink
+
+__all__ = ["Refusal", "WorkspacePin", "classify"]
+
+_O_PATH: int = getattr(os, "O_PATH", 0)
 
 
-class Escape(Exception):
-    """The path resolves outside the workspace."""
+class Refusal(Exception):
+    """A failure already classified into the ToolError taxonomy."""
+
+    def __init__(self, category: ToolErrorCategory, message: str) -> None:
+        super().__init__(message)
+        self.category = category
+        self.message = message
 
 
-def confine(workspace: str, path: str) -> Path:
-    """``path`` (relative to ``workspace``) resolved; raises :class:`Escape` when it leaves the workspace."""
-    if not workspace:
-        raise Escape("the call names no workspace")
-    root = Path(workspace).resolve(strict=True)
-    # resolve() follows every symlink that exists, so a link pointing out is caught like "../".
-    target = (root / path).resolve(strict=False)
-    if target != root and not target.is_relative_to(root):
-        raise Escape(f"{path!r} is outside the workspace")
-    return target
+class WorkspacePin:
+    """The one workspace this process serves: the first call's, never ``/``.
+
+    The runner starts one provider process per trial, so every call names the same workspace; a
+    call naming another one is refused rather than trusted.
+    """
+
+    def __init__(self) -> None:
+        self.path: str | None = None
+
+    def open(self, working_directory: str) -> int:
+        """A descriptor of the workspace (the caller closes it), or a :class:`Refusal`."""
+        denied = ToolErrorCategory.PERMISSION_DENIED
+        if not working_directory:
+            raise Refusal(denied, "the call names no workspace")
+        if not os.path.isabs(working_directory):
+            raise Refusal(denied, f"the workspace {working_directory!r} is not an absolute path")
+        if self.path is not None and working_directory != self.path:
+            raise Refusal(
+                denied,
+                f"this provider serves the workspace {self.path!r}; the call names {working_directory!r}",
+            )
+        try:
+            # The path up to the workspace is the runner's, so it may hold symlinks; below it, none.
+            fd = os.open(working_directory, (_O_PATH or os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as error:
+            raise Refusal(
+                denied, f"the workspace {working_directory!r} is not a folder: {error.strerror}"
+            ) from error
+        if os.path.samestat(os.fstat(fd), os.stat("/")):
+            os.close(fd)
+            raise Refusal(denied, "the file system's root is not a workspace")
+        self.path = working_directory
+        return fd
+
+
+def classify(path: str, error: OSError | ValueError) -> Refusal:
+    """The taxonomy's reading of what opening, reading or writing ``path`` raised."""
+    denied = ToolErrorCategory.PERMISSION_DENIED
+    if isinstance(error, ValueError):
+        return Refusal(ToolErrorCategory.INVALID_ARGUMENTS, f"{path!r} is not a usable path: {error}")
+    if isinstance(error, PathEscapes):
+        return Refusal(denied, f"{path!r} is outside the workspace ({error.strerror})")
+    if isinstance(error, PathHasSymlink):
+        return Refusal(denied, f"{path!r} is or passes through a symlink; links are never followed")
+    if isinstance(error, NotARegularFile):
+        return Refusal(denied, f"{path!r} is not a regular file")
+    if isinstance(error, FileNotFoundError):
+        return Refusal(ToolErrorCategory.NOT_FOUND, f"{path!r} does not exist")
+    if isinstance(error, PermissionError):
+        return Refusal(denied, f"{path!r}: permission denied")
+    return Refusal(ToolErrorCategory.EXECUTION_FAILED, f"{path!r}: {error.strerror or error}")

@@ -46,8 +46,10 @@ class RunSettings:
     concurrency: int = 4
     runner: str | None = None
     """``host:port`` of a running runner; None starts the embedded one."""
-    isolation: Literal["process", "thread"] = "process"
+    isolation: Literal["sandbox", "process", "thread"] = "sandbox"
     """How the embedded runner runs python tools (docs/isolation.md); a remote runner decides for itself."""
+    sandbox_without: tuple[str, ...] = ()
+    """Sandbox layers the user accepts running without (``--without``)."""
     golden_replay: Literal["task", "trial"] = "task"
     """Whether the embedded runner reuses a task's golden replay once two trials' replays agree
     (``task``) or replays it for every trial (docs/grading.md); a remote runner decides for itself."""
@@ -252,6 +254,7 @@ async def run_pack(
                 settings.runner,
                 transport_budget_s=settings.transport_budget_s,
                 isolation=settings.isolation,
+                sandbox_without=settings.sandbox_without,
                 golden_replay=settings.golden_replay,
             ) as runner:
                 begin(await _runner_facts(runner, settings))  # unreachable: raised here, in seconds

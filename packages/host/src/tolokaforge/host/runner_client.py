@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
@@ -299,9 +299,10 @@ async def open_runner(
     address: str | None,
     *,
     transport_budget_s: float = 30.0,
-    isolation: Literal["process", "thread"] = "process",
+    isolation: Literal["sandbox", "process", "thread"] = "sandbox",
     golden_replay: Literal["task", "trial"] = "task",
     serve: bool = False,
+    sandbox_without: Sequence[str] = (),
 ) -> AsyncGenerator[RunnerClient]:
     """A client of the runner at ``address``, or of an embedded runner (run with ``isolation`` and
     ``golden_replay``) started for the duration.
@@ -320,7 +321,10 @@ async def open_runner(
         return
     from tolokaforge.runner import RunnerSettings, start_runner
 
-    handle = await start_runner(RunnerSettings(isolation=isolation, golden_replay=golden_replay), serve=serve)
+    settings = RunnerSettings(
+        isolation=isolation, golden_replay=golden_replay, sandbox_without=frozenset(sandbox_without)
+    )
+    handle = await start_runner(settings, serve=serve)
     if serve:
         client = RunnerClient(handle.host, handle.port, transport_budget_s=transport_budget_s)
     else:

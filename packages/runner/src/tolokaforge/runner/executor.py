@@ -30,6 +30,7 @@ from tolokaforge.db import DBServiceError, StoreUnreachableError
 
 from .errors import ToolFailure, checked_text
 from .isolated import IsolatedRunner
+from .process.confinement import Confinement
 from .process.sandbox import Limits
 from .reactions import KeyedLocks, RemoteOutcome, run_remote
 from .state.mirror import SetAside
@@ -42,7 +43,7 @@ from .trusted import ThreadRunner
 
 __all__ = ["MAX_BUDGET_S", "CallOutcome", "Isolation", "ToolExecutor"]
 
-Isolation = Literal["process", "thread"]
+Isolation = Literal["sandbox", "process", "thread"]
 
 MAX_BUDGET_S = 600.0
 """The ceiling of every call's budget: larger, non-finite or NaN budgets are clamped to it."""
@@ -83,10 +84,16 @@ class ToolExecutor:
         limits: Limits | None = None,
         log_dir: Path | None = None,
         fork_server: bool = True,
+        confinement: Confinement | None = None,
     ) -> None:
         self.isolation: Isolation = isolation
+        self.confinement = confinement or Confinement.process()
+        """How every child of this runner is confined (process/confinement.py)."""
         self.isolated = IsolatedRunner(
-            limits or Limits(), log_dir or Path("logs"), fork_server=fork_server and isolation == "process"
+            limits or Limits(),
+            log_dir or Path("logs"),
+            fork_server=fork_server and isolation != "thread",
+            confinement=self.confinement,
         )
         # Sized well above the core count: threads mostly wait (I/O, sleeps). Only trusted mode uses them.
         self.threads = ThreadRunner(max_workers) if isolation == "thread" else None
@@ -100,6 +107,7 @@ class ToolExecutor:
         """Stop the zygotes and the thread pool (runner shutdown, after every trial was released)."""
         await self.isolated.close()
         self.shutdown()
+        self.confinement.close()
 
     async def prepare(self, trial: TrialContext) -> None:
         """Ready a newly registered trial's python tools (isolated mode: start its worker)."""
@@ -116,7 +124,8 @@ class ToolExecutor:
             adapters = ["isolation:thread"] + ([f"abandoned_tool_threads:{abandoned}"] if abandoned else [])
             return abandoned == 0, adapters
         report = await self.isolated.report()
-        return True, ["isolation:process"] + [
+        layers = [f"sandbox:{name}={value}" for name, value in sorted(self.confinement.report.items())]
+        return True, [f"isolation:{self.confinement.level}", *layers] + [
             f"limit:{name}={value}" for name, value in sorted(report.items())
         ]
 

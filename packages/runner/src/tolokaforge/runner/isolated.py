@@ -24,6 +24,7 @@ from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
 
 from .errors import ToolFailure, ToolLoadError, checked_text
+from .process.confinement import Confinement
 from .process.sandbox import Limits
 from .process.supervisor import probe_limits
 from .tools.python_tools import WorkerTool
@@ -47,12 +48,25 @@ _CATEGORIES = {
 
 
 class IsolatedRunner:
-    def __init__(self, limits: Limits, log_dir: Path, *, fork_server: bool = True) -> None:
+    def __init__(
+        self,
+        limits: Limits,
+        log_dir: Path,
+        *,
+        fork_server: bool = True,
+        confinement: Confinement | None = None,
+    ) -> None:
         self.limits = limits
         self.log_dir = log_dir
+        self.confinement = confinement or Confinement.process()
         self.last_report: dict[str, str] = {}
         """What held in the last worker started (sandbox.apply's report)."""
-        self.zygotes = Zygotes(limits, log_dir.parent / "zygotes", log_dir) if fork_server else None
+        self.zygotes = (
+            Zygotes(limits, log_dir.parent / "zygotes", log_dir, confinement=self.confinement)
+            if fork_server and (self.confinement.landlock_abi > 0 or not self.confinement.sandboxed)
+            else None
+        )
+        """Sandboxed, workers are forked only where Landlock keeps each to its own workspace."""
         """Workers are forked from a zygote per code (workers/zygotes.py); None: each is spawned afresh."""
         self._bases: dict[str, asyncio.Future[WorkerBase | None]] = {}
         """Each task's initial tables written once for the zygotes to read, by full hash."""
@@ -94,7 +108,7 @@ class IsolatedRunner:
     async def report(self) -> dict[str, str]:
         """What holds for a worker on this machine: the last worker's report, or a probe's."""
         if not self.last_report:
-            self.last_report = await probe_limits(self.limits)
+            self.last_report = await probe_limits(self.limits, self.confinement, self.log_dir.parent / "probe")
         return self.last_report
 
     async def release(self, trial: TrialContext) -> None:
@@ -192,6 +206,8 @@ class IsolatedRunner:
             env={},
             zygotes=self.zygotes,
             base=await self._base(trial),
+            confinement=self.confinement,
+            cgroup=trial.cgroup,
         )
         self.last_report = worker.limits
         return worker

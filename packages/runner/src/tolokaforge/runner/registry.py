@@ -46,6 +46,7 @@ from .errors import (
 from .executor import ToolExecutor
 from .golden_memo import GoldenReplay
 from .isolated import worker_code
+from .process.cgroups import TrialCgroup
 from .state.mirror import TrialMirror
 from .task_cache import KnownTask, TaskCache, TaskParts
 from .tools import ToolRegistry, load_python_tool
@@ -146,6 +147,7 @@ class TrialRegistry:
         trial: TrialContext | None = None
         sources: list[ToolSourceSession] = []
         workspace = self._workspace_path(trial_id)
+        cgroup: TrialCgroup | None = None
         try:
             if known.code_loaded:
                 # A fraction of a millisecond: a thread would cost more in waiting for one (and for
@@ -157,10 +159,11 @@ class TrialRegistry:
                 )
                 known.code_loaded = True
             code_root = bundle.root if bundle is not None else None
+            cgroup = self.executor.confinement.trial_cgroup("trial", self.executor.isolated.limits)
             mirror = await self._create_state(spec, known)
             # Servers start after the state exists: an MCP server may read its tables while starting.
             sources = await self._start_servers(
-                spec.task, trial_id, workspace, code_root, agent_tools, user_tools
+                spec.task, trial_id, workspace, code_root, agent_tools, user_tools, cgroup
             )
             # A server keeping its tables in-process starts from the trial's, and reports back after each call.
             bind_state(sources, mirror)
@@ -178,6 +181,8 @@ class TrialRegistry:
                 code_root=code_root,
                 code_package=bundle.package if bundle is not None else None,
                 workspace=workspace,
+                cgroup=cgroup,
+                confinement=self.executor.confinement,
                 sources=sources,
                 worker_code=code,
                 golden_memo=known.golden if self.golden_replay == "task" else None,
@@ -194,6 +199,8 @@ class TrialRegistry:
             if trial is not None:
                 await self.executor.release(trial)
             await _stop_sources(sources)
+            if cgroup is not None:
+                await asyncio.to_thread(cgroup.remove)
             if mirror is not None:
                 await self._forget_state(trial_id)
             shutil.rmtree(workspace, ignore_errors=True)
@@ -225,6 +232,7 @@ class TrialRegistry:
                 seed_workspace(
                     trial.workspace, trial.code_root, trial.spec.task.initial_state.workspace_files
                 )
+                trial.confinement.own(trial.workspace)
         if run_init_actions:
             await self.run_initialization_actions(trial)
             hashes = await self.client.get_hashes(trial_id)
@@ -248,6 +256,7 @@ class TrialRegistry:
                     await self.executor.release(trial)
                     await _stop_sources(trial.sources)
                 finally:
+                    await _end_processes(trial)
                     if trial.workspace is not None:
                         shutil.rmtree(trial.workspace, ignore_errors=True)
         await self._forget_state(trial_id)
@@ -265,6 +274,7 @@ class TrialRegistry:
         for trial_id, trial in trials:
             await self.executor.release(trial)
             await _stop_sources(trial.sources)
+            await _end_processes(trial)
             if trial.workspace is not None:
                 shutil.rmtree(trial.workspace, ignore_errors=True)
             try:
@@ -352,6 +362,7 @@ class TrialRegistry:
         seed_workspace(
             workspace, bundle.root if bundle else None, task.initial_state.workspace_files, clear=False
         )
+        self.executor.confinement.own(workspace)
         return built
 
     async def _start_servers(
@@ -362,6 +373,7 @@ class TrialRegistry:
         code_root: Path | None,
         agent: ToolRegistry,
         user: ToolRegistry,
+        cgroup: TrialCgroup | None,
     ) -> list[ToolSourceSession]:
         if not task.tool_servers:
             return []
@@ -372,6 +384,8 @@ class TrialRegistry:
             log_dir=self.work_dir / "logs",
             db_url=self._require_db_url,
             limits=self.executor.isolated.limits.replace(network=True),
+            confinement=self.executor.confinement,
+            cgroup=cgroup,
         )
         return await start_tool_servers(task.tool_servers, places, {"agent": agent, "user": user})
 
@@ -418,6 +432,13 @@ class TrialRegistry:
     async def _forget_state(self, trial_id: str) -> None:
         with contextlib.suppress(NotFoundError):
             await self.client.delete_trial(trial_id, owner=self.owner)
+
+
+async def _end_processes(trial: TrialContext) -> None:
+    """Kill every process still in the trial's cgroup (a daemon a tool double-forked) and remove it."""
+    if trial.cgroup is not None:
+        cgroup, trial.cgroup = trial.cgroup, None
+        await asyncio.to_thread(cgroup.remove)
 
 
 async def _stop_sources(sources: list[ToolSourceSession]) -> None:

@@ -19,6 +19,7 @@ from .executor import Isolation, ToolExecutor
 from .golden_memo import GoldenReplay
 from .grpc_edge import EdgeLimits, GuardedServer
 from .in_process import InProcessStub
+from .process.confinement import Confinement
 from .process.sandbox import Limits
 from .process.supervisor import kill_all_supervised
 from .registry import TrialRegistry
@@ -40,9 +41,12 @@ class RunnerSettings:
     max_tool_threads: int = 64
     work_dir: Path | None = None
     """Scratch for workspaces, logs and code bundles; None: a new directory, removed at close (scratch.py)."""
-    isolation: Isolation = "process"
-    """``process``: python tools run in supervised worker processes (the default); ``thread``: trusted
-    mode, in this process (for people running their own code)."""
+    isolation: Isolation = "sandbox"
+    """``sandbox`` (the default): python tools, tool servers and custom checks run in supervised
+    processes inside the OS sandbox (docs/isolation.md); ``process``: the same processes without the
+    sandbox (a weaker level, chosen explicitly); ``thread``: trusted mode, python tools in this process."""
+    sandbox_without: frozenset[str] = frozenset()
+    """Sandbox layers this machine lacks that the user accepts running without (``--without``)."""
     limits: Limits = field(default_factory=Limits)
     """The confinement of tool workers, tool servers and custom checks (see docs/isolation.md)."""
     fork_server: bool = True
@@ -118,12 +122,24 @@ async def start_runner(settings: RunnerSettings | None = None, *, serve: bool = 
     if work_dir is None:
         tmp = new_scratch()
         work_dir = Path(tmp.name)
+    try:
+        confinement = (
+            Confinement.detect(work_dir, without=settings.sandbox_without)
+            if settings.isolation == "sandbox"
+            else Confinement.process()
+        )
+    except BaseException:
+        await client.aclose()
+        if tmp is not None:
+            tmp.cleanup()
+        raise
     executor = ToolExecutor(
         max_workers=settings.max_tool_threads,
         isolation=settings.isolation,
         limits=settings.limits,
         log_dir=work_dir / "logs",
         fork_server=settings.fork_server,
+        confinement=confinement,
     )
     endpoint = StateEndpoint(client, settings.db_url)
     registry = TrialRegistry(

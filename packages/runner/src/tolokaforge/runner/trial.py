@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from tolokaforge.core.models import TrialSpec
 from tolokaforge.core.transcript.recorded import RecordedToolCall
 
+from .process.cgroups import TrialCgroup
+from .process.confinement import Confinement
 from .reactions import CircuitBreaker
 from .state.mirror import TrialMirror
 from .tools import ToolRegistry
@@ -56,6 +58,10 @@ class TrialContext:
     """What the trial's tool workers import (isolated mode); None when it has no python tools."""
     workers: TrialWorkers | None = None
     """The trial's tool worker processes (isolated mode), started by the executor."""
+    confinement: Confinement = field(default_factory=Confinement.process)
+    """How the trial's processes are confined (the runner's; process/confinement.py)."""
+    cgroup: TrialCgroup | None = None
+    """The cgroup every process of the trial runs in (sandboxed, where cgroups hold); removed at cleanup."""
     golden_memo: GoldenMemo | None = None
     shared_reply: SharedReply | None = None
     """Its task's RegisterTrial reply holder, when this trial's tools are exactly the task's shared

@@ -89,10 +89,19 @@ __all__ = ["LLMOptions", "judge_model_config", "run_command"]
 )
 @option(
     "--isolation",
-    type=click.Choice(["process", "thread"]),
-    default="process",
-    help="How the embedded runner runs python tools: in supervised worker processes, or (trusted mode, "
-    "only for code you trust) on its own threads.",
+    type=click.Choice(["sandbox", "process", "thread"]),
+    default="sandbox",
+    help="How the embedded runner confines pack code: in the OS sandbox (bubblewrap, seccomp, Landlock, a "
+    "cgroup per trial; docs/isolation.md), in supervised processes without it (weaker, for machines "
+    "without the sandbox), or (trusted mode, only for code you trust) on the runner's own threads.",
+)
+@option(
+    "--without",
+    "sandbox_without",
+    multiple=True,
+    type=click.Choice(["bubblewrap", "seccomp", "landlock", "cgroup"]),
+    help="Run sandboxed without this layer, which this machine lacks (repeatable); the run manifest "
+    "records it. Without it, a missing layer stops the run before it starts.",
 )
 @option(
     "--golden-replay",
@@ -202,6 +211,7 @@ def run_command(ctx: click.Context, **params: Any) -> int:
         concurrency=params["concurrency"],
         runner=params["runner_address"],
         isolation=params["isolation"],
+        sandbox_without=tuple(params["sandbox_without"]),
         golden_replay=params["golden_replay"],
         resume=params["resume"],
         task_ids=params["task_ids"],

@@ -23,7 +23,7 @@ from ..users.router import UserRouter
 
 __all__ = ["Isolation", "TrialWorker"]
 
-Isolation = Literal["process", "thread"]
+Isolation = Literal["sandbox", "process", "thread"]
 GoldenReplay = Literal["task", "trial"]
 
 

@@ -26,7 +26,9 @@ from tolokaforge.contracts.runner import CustomCheckResult
 from tolokaforge.core.models import CustomChecksConfig
 
 from ..process.sandbox import Limits, scrubbed_env
-from ..process.supervisor import Supervised, launcher_argv
+from ..process.cgroups import TrialCgroup
+from ..process.confinement import Confinement, View
+from ..process.supervisor import Supervised, confined_launch
 from .component import ComponentResult
 
 __all__ = ["CheckEvidence", "run_custom_checks"]
@@ -52,9 +54,13 @@ async def run_custom_checks(
     evidence: CheckEvidence,
     *,
     limits: Limits | None = None,
+    confinement: Confinement | None = None,
+    cgroup: TrialCgroup | None = None,
 ) -> ComponentResult:
     try:
-        rows = await _run_suite(config, code_root, evidence, limits or Limits())
+        rows = await _run_suite(
+            config, code_root, evidence, limits or Limits(), confinement or Confinement.process(), cgroup
+        )
     except _SuiteError as error:
         if config.fail_on_error:
             return ComponentResult(
@@ -97,7 +103,12 @@ class _SuiteError(Exception):
 
 
 async def _run_suite(
-    config: CustomChecksConfig, code_root: Path | None, evidence: CheckEvidence, limits: Limits
+    config: CustomChecksConfig,
+    code_root: Path | None,
+    evidence: CheckEvidence,
+    limits: Limits,
+    confinement: Confinement,
+    cgroup: TrialCgroup | None,
 ) -> list[dict[str, Any]]:
     if code_root is None:
         raise _SuiteError(f"{config.file!r}: the task ships no code (tool_code) to find it in")
@@ -111,9 +122,11 @@ async def _run_suite(
         if not folder.is_relative_to(root) or not folder.is_dir():
             raise _SuiteError(f"relative_imports: {relative!r} is not a folder inside the task's code")
         search.append(str(folder))
-    env = scrubbed_env({}, home=str(code_root))
-    child = await Supervised.spawn(
-        launcher_argv(limits, [sys.executable, "-I", "-m", HARNESS_MODULE], env),
+    env = scrubbed_env({}, home="/tmp")
+    # The checks see the task's code, read-only, and a private /tmp: the evidence comes on stdin.
+    view = View(cwd=root, read=(root,), cgroup=cgroup)
+    child = await Supervised.spawn_launch(
+        confined_launch(confinement, limits, [sys.executable, "-I", "-m", HARNESS_MODULE], env, view),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

@@ -121,7 +121,11 @@ async def _grade(
         else:
             ledger.evaluate("custom_checks")
             custom = await run_custom_checks(
-                config.custom_checks, _code_root(trial), _check_evidence(trial, messages)
+                config.custom_checks,
+                _code_root(trial),
+                _check_evidence(trial, messages),
+                confinement=trial.confinement,
+                cgroup=trial.cgroup,
             )
             custom_rows = custom.extra.get("rows", [])
             results.append(custom)

@@ -27,15 +27,34 @@ _STATUS_WAIT_S = 2.0
 class ForkedChild:
     """One forked worker: ``returncode`` is its exit status once the zygote reported it (None if the zygote died)."""
 
-    def __init__(self, pid: int) -> None:
+    @classmethod
+    def from_pidfd(cls, pidfd: int) -> ForkedChild:
+        """The worker a pidfd names (passed by a zygote in its own pid namespace): its pid is read here."""
+        pid = 0
+        try:
+            with open(f"/proc/self/fdinfo/{pidfd}") as info:
+                for line in info:
+                    if line.startswith("Pid:"):
+                        pid = int(line.split()[1])
+        except (OSError, ValueError):
+            pid = 0
+        if pid <= 0:  # it has exited already (the kernel says -1)
+            os.close(pidfd)
+            return cls(0)
+        return cls(pid, pidfd=pidfd)
+
+    def __init__(self, pid: int, *, pidfd: int | None = None) -> None:
         self.pid = pid
         self.returncode: int | None = None
         self._loop = asyncio.get_running_loop()
         self._gone = asyncio.Event()
         self._status: asyncio.Future[int | None] = self._loop.create_future()
-        self._pidfd: int | None = None
+        self._pidfd: int | None = pidfd
         try:
-            self._pidfd = os.pidfd_open(pid)
+            if pid <= 0:  # exited before the runner read its pid: the zygote's report follows
+                raise ProcessLookupError(pid)
+            if self._pidfd is None:
+                self._pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
             self._gone.set()  # already ended and reaped: the zygote's report follows
         except (OSError, AttributeError):
@@ -64,6 +83,8 @@ class ForkedChild:
 
     def kill(self) -> None:
         """SIGKILL the worker, its group and every descendant that left it (synchronous, idempotent)."""
+        if self.pid <= 0:
+            return
         found = descendants(self.pid) if not self.exited else []
         if self._pidfd is not None and not self.exited:
             # Addressed by pidfd, not pid: safe against reuse, and it reaches a worker not yet in its own group.

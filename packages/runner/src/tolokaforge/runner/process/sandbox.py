@@ -1,13 +1,17 @@
-"""Confine the current process before it runs pack code: resource limits and a private network.
+"""Confine the current process before it runs pack code: the last steps, taken from inside.
 
 Standard library only, because it runs first thing in a tool worker (before any pack import) and as
 the launcher of every other child the runner starts::
 
-    python -I sandbox.py '<limits as JSON>' -- ARGV...
+    python -I sandbox.py '<confinement as JSON>' -- ARGV...
 
-applies the limits to itself and then execs ARGV, so a tool server or a custom check inherits them.
-:func:`apply` returns what actually holds on this machine, by name, so the runner can report it
-(HealthCheck ``available_adapters``): a limit the kernel refuses is reported, never silently dropped.
+applies the confinement to itself and then execs ARGV, so a tool server or a custom check inherits it.
+The JSON is either the limits alone (``--isolation process``: resource limits, a private network
+namespace) or ``{"limits": ..., "sandbox": ...}`` for a process bubblewrap started (process/
+confinement.py built the walls outside; here the process, still ours, takes the last ones: resource
+limits, an unprivileged uid when bubblewrap ran as root, and Landlock). :func:`confine` returns what
+actually holds on this machine, by name, so the runner can report it (HealthCheck
+``available_adapters``): a limit the kernel refuses is reported, never silently dropped.
 """
 
 from __future__ import annotations
@@ -19,18 +23,26 @@ import resource
 import signal
 import sys
 
+TYPE_CHECKING = False  # typing itself is not imported: every sandboxed start would pay for it
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = [
     "LIMIT_NAMES",
     "Limits",
     "apply",
+    "become_subreaper",
+    "confine",
     "die_with_parent",
     "limit_cpu",
     "scrubbed_env",
+    "spec_json",
 ]
 
 _CLONE_NEWNET = 0x40000000
 _CLONE_NEWUSER = 0x10000000
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
 
 LIMIT_NAMES = ("address_space", "cpu_time", "open_files", "processes", "file_size", "network")
 
@@ -54,6 +66,7 @@ class Limits:
         "address_space_bytes",
         "cpu_seconds",
         "file_size_bytes",
+        "memory_bytes",
         "network",
         "open_files",
         "processes",
@@ -65,6 +78,8 @@ class Limits:
     processes: int
     """RLIMIT_NPROC counts every process of the user, and the kernel does not apply it to root."""
     file_size_bytes: int
+    memory_bytes: int
+    """The memory of a trial's processes together (its cgroup), where cgroups hold."""
     network: bool
 
     def __init__(
@@ -75,6 +90,7 @@ class Limits:
         open_files: int = 256,
         processes: int = 512,
         file_size_bytes: int = 1 << 30,
+        memory_bytes: int = 4 << 30,
         network: bool = False,
     ) -> None:
         for name, value in (
@@ -83,6 +99,7 @@ class Limits:
             ("open_files", open_files),
             ("processes", processes),
             ("file_size_bytes", file_size_bytes),
+            ("memory_bytes", memory_bytes),
             ("network", network),
         ):
             object.__setattr__(self, name, value)
@@ -114,14 +131,21 @@ class Limits:
         return cls(**json.loads(text))
 
 
+def spec_json(limits: Limits, *, uid: int | None, read: list[str], write: list[str], landlock: int) -> str:
+    """The launcher's argument for a process bubblewrap starts (see :func:`confine`)."""
+    sandbox = {"uid": uid, "read": read, "write": write, "landlock": landlock}
+    return json.dumps({"limits": limits._fields(), "sandbox": sandbox})  # pyright: ignore[reportPrivateUsage]
+
+
 def scrubbed_env(declared: dict[str, str], *, home: str) -> dict[str, str]:
     """A child's whole environment: a minimal base, ``HOME``/``TMPDIR`` in its workspace, and what the pack declares."""
     return {**_BASE_ENV, "HOME": home, "TMPDIR": home, **declared}
 
 
-def apply(limits: Limits, *, cpu: bool = True) -> dict[str, str]:
+def apply(limits: Limits, *, cpu: bool = True, network: bool = True) -> dict[str, str]:
     """Apply ``limits`` to this process; return, per limit name, what holds (or why it does not).
 
+    ``network=False`` leaves the network alone (bubblewrap gave the process its own namespace).
     ``cpu=False`` leaves the CPU time for :func:`limit_cpu` in each forked worker: a zygote lives
     across many workers, and the limit is meant per worker life.
     """
@@ -136,9 +160,43 @@ def apply(limits: Limits, *, cpu: bool = True) -> dict[str, str]:
     report["cpu_time"] = limit_cpu(limits) if cpu else "set in each forked worker"
     if os.geteuid() == 0:
         report["processes"] = "not enforced (the kernel exempts root from RLIMIT_NPROC)"
-    report["network"] = "allowed" if limits.network else _unshare_network()
+    if network:
+        report["network"] = "allowed" if limits.network else _unshare_network()
     die_with_parent()
     return report
+
+
+def confine(text: str, *, cpu: bool = True) -> tuple[Limits, dict[str, str]]:
+    """Apply a confinement given as the launcher's JSON argument; the limits and what holds.
+
+    Inside a sandbox the network is bubblewrap's (its own namespace), the uid is dropped when the
+    process is still root, and Landlock narrows the file system to ``read`` and ``write``.
+    """
+    given: dict[str, Any] = json.loads(text)
+    if "limits" not in given:
+        limits = Limits(**given)
+        return limits, apply(limits, cpu=cpu)
+    limits = Limits(**given["limits"])
+    sandbox: dict[str, Any] = given["sandbox"]
+    report = apply(limits, cpu=cpu, network=False)
+    report["network"] = "allowed" if limits.network else "namespace (bubblewrap)"
+    uid = sandbox.get("uid")
+    if isinstance(uid, int) and os.geteuid() == 0:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        report["processes"] = _set_limit(resource.RLIMIT_NPROC, limits.processes)
+    report["uid"] = str(os.geteuid())
+    abi = sandbox.get("landlock")
+    if isinstance(abi, int) and abi > 0:
+        from tolokaforge.runner.process import landlock  # noqa: PLC0415  (only a sandbox with Landlock pays)
+
+        report["landlock"] = landlock.restrict(
+            list(sandbox["read"]), list(sandbox["write"]), network=limits.network, abi=abi
+        )
+    else:
+        report["landlock"] = "not used"
+    return limits, report
 
 
 def die_with_parent() -> None:
@@ -150,6 +208,21 @@ def die_with_parent() -> None:
         return  # not Linux: the runner's group kill and its shutdown remain
     if os.getppid() != parent:  # the parent died before the request took effect
         os._exit(1)
+
+
+def become_subreaper() -> None:
+    """Orphaned descendants are re-parented to this process (not to the namespace's init): they stay
+    its descendants, found and killed with it."""
+    with _suppress_os_errors():
+        _libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+class _suppress_os_errors:  # noqa: N801  (contextlib costs a sandboxed start its import)
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, value: object, traceback: object) -> bool:
+        return isinstance(value, (OSError, AttributeError))
 
 
 _LIBC: list[ctypes.CDLL] = []
@@ -205,12 +278,12 @@ def _unshare_network() -> str:
 def _launch(argv: list[str]) -> None:
     if len(argv) == 2 and argv[0] == "--report":
         # A probe: apply the limits to this process and print what holds.
-        sys.stdout.write(json.dumps(apply(Limits.from_json(argv[1]))) + "\n")
+        sys.stdout.write(json.dumps(confine(argv[1])[1]) + "\n")
         return
     if len(argv) < 3 or argv[1] != "--":
         sys.stderr.write("usage: sandbox.py LIMITS_JSON -- ARGV... | sandbox.py --report LIMITS_JSON\n")
         raise SystemExit(2)
-    apply(Limits.from_json(argv[0]))
+    confine(argv[0])
     try:
         os.execv(argv[2], argv[2:])
     except OSError as error:

@@ -24,6 +24,7 @@ from typing import IO, Any, Protocol
 import psutil
 
 from . import sandbox
+from .confinement import Confinement, Launch, View
 from .sandbox import Limits
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "descendants",
     "forget",
     "kill_all_supervised",
+    "confined_launch",
     "launcher_argv",
     "probe_limits",
     "signal_group",
@@ -69,6 +71,15 @@ def forget(child: Killable) -> None:
 Redirect = int | IO[Any] | None
 
 
+def confined_launch(
+    confinement: Confinement, limits: Limits, argv: Sequence[str], env: Mapping[str, str], view: View
+) -> Launch:
+    """``argv`` run in the sandbox (or, at the process level, under ``limits`` alone) through the launcher."""
+    program = launcher_argv(limits, argv, env)
+    program[3] = confinement.spec(limits, view)
+    return confinement.launch(program, limits, view)
+
+
 def launcher_argv(limits: Limits, argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
     """``argv`` run under ``limits``: the sandbox launcher applies them, then execs ``argv``.
 
@@ -86,12 +97,17 @@ def launcher_argv(limits: Limits, argv: Sequence[str], env: Mapping[str, str]) -
     return [sys.executable, "-I", sandbox.__file__, limits.to_json(), "--", program, *argv[1:]]
 
 
-async def probe_limits(limits: Limits) -> dict[str, str]:
-    """What ``limits`` come to on this machine, asked of a throwaway child (sandbox.py --report)."""
-    child = await Supervised.spawn(
-        [sys.executable, "-I", sandbox.__file__, "--report", limits.to_json()],
-        cwd=Path(sandbox.__file__).parent,
-        env=sandbox.scrubbed_env({}, home="/nonexistent"),
+async def probe_limits(limits: Limits, confinement: Confinement, scratch: Path) -> dict[str, str]:
+    """What ``limits`` come to on this machine, asked of a throwaway child (sandbox.py --report) in
+    the sandbox a worker would get (``scratch``: an empty directory standing for its workspace)."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    confinement.own(scratch)
+    view = View(cwd=scratch, write=(scratch,))
+    argv = [sys.executable, "-I", sandbox.__file__, "--report", confinement.spec(limits, view)]
+    child = await Supervised.spawn_launch(
+        confinement.launch(argv, limits, view),
+        cwd=scratch,
+        env=sandbox.scrubbed_env({}, home=str(scratch)),
         stdout=asyncio.subprocess.PIPE,
     )
     try:
@@ -111,6 +127,23 @@ class Supervised:
         self.process = process
 
     @classmethod
+    async def spawn_launch(
+        cls,
+        launch: Launch,
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        stdin: Redirect = asyncio.subprocess.DEVNULL,
+        stdout: Redirect = asyncio.subprocess.DEVNULL,
+        stderr: Redirect = asyncio.subprocess.DEVNULL,
+    ) -> Supervised:
+        """Spawn a command line the confinement built (process/confinement.py)."""
+        with launch.opened() as (argv, fds):
+            return await cls.spawn(
+                argv, cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr, pass_fds=fds
+            )
+
+    @classmethod
     async def spawn(
         cls,
         argv: Sequence[str],
@@ -120,6 +153,7 @@ class Supervised:
         stdin: Redirect = asyncio.subprocess.DEVNULL,
         stdout: Redirect = asyncio.subprocess.DEVNULL,
         stderr: Redirect = asyncio.subprocess.DEVNULL,
+        pass_fds: Sequence[int] = (),
     ) -> Supervised:
         process = await asyncio.create_subprocess_exec(
             *argv,
@@ -129,6 +163,7 @@ class Supervised:
             stdout=stdout,
             stderr=stderr,
             start_new_session=True,
+            pass_fds=tuple(pass_fds),
         )
         child = cls(process)
         track(child)
@@ -241,5 +276,7 @@ _HAS_CHILDREN_LISTS = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/ch
 
 def signal_group(pid: int, sig: signal.Signals) -> None:
     # The child leads its own session (start_new_session, or setsid in a forked worker): its pid is its group's id.
+    if pid <= 0:  # 0 and -1 would name the runner's own group, or every process it may signal
+        return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)

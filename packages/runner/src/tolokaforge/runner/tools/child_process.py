@@ -18,7 +18,8 @@ from pathlib import Path
 from tolokaforge.core.providers import Handshake, HandshakeError, is_handshake_line, parse_handshake
 
 from ..process.sandbox import Limits
-from ..process.supervisor import Supervised, launcher_argv
+from ..process.confinement import Confinement, View
+from ..process.supervisor import Supervised, confined_launch
 
 __all__ = ["ChildProcess"]
 
@@ -38,10 +39,20 @@ class ChildProcess:
 
     @classmethod
     async def spawn(
-        cls, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], limits: Limits | None = None
+        cls,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        limits: Limits | None = None,
+        confinement: Confinement | None = None,
+        view: View | None = None,
     ) -> ChildProcess:
-        supervised = await Supervised.spawn(
-            launcher_argv(limits or Limits(network=True), argv, env),
+        limits = limits or Limits(network=True)
+        confinement = confinement or Confinement.process()
+        view = view or View(cwd=cwd, write=(cwd,))
+        supervised = await Supervised.spawn_launch(
+            confined_launch(confinement, limits, argv, env, view),
             cwd=cwd,
             env=env,
             stdin=asyncio.subprocess.DEVNULL,

@@ -23,7 +23,7 @@ import json
 import os
 import struct
 import termios
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -32,6 +32,7 @@ import mcp_types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from ..process.confinement import Launch
 from ..process.supervisor import Supervised
 
 __all__ = ["MAX_LINE_BYTES", "UNREADABLE_REPLY", "StdioServer"]
@@ -69,12 +70,10 @@ class StdioServer:
         self.write_stream, self._from_session = anyio.create_memory_object_stream[SessionMessage](0)
 
     @classmethod
-    async def spawn(
-        cls, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log_path: Path
-    ) -> StdioServer:
+    async def spawn(cls, launch: Launch, *, cwd: Path, env: Mapping[str, str], log_path: Path) -> StdioServer:
         with log_path.open("ab") as log:
-            child = await Supervised.spawn(
-                argv,
+            child = await Supervised.spawn_launch(
+                launch,
                 cwd=cwd,
                 env=env,
                 stdin=asyncio.subprocess.PIPE,

@@ -42,6 +42,7 @@ from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.models import ToolDescription, ToolSource
 from tolokaforge.core.tools_interface import GET_STATE_TOOL, SET_STATE_TOOL, STATE_TOOLS
 
+from ..process.confinement import Launch
 from ..errors import ToolFailure, ToolLoadError
 from .mcp_stdio import UNREADABLE_REPLY, StdioServer
 from .remote import CallInfo, CallNotDelivered, OperationSpec, Reply, ReplyError
@@ -65,10 +66,19 @@ class McpSource:
     writes_state = True
 
     def __init__(
-        self, name: str, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log_path: Path
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        log_path: Path,
+        launch: Launch | None = None,
     ) -> None:
         self.name = name
         self._argv = list(argv)
+        self._launch = launch or Launch(tuple(argv))
+        """How the server is started (in the sandbox); ``argv`` is what the pack asked for."""
         self._cwd = cwd
         self._env = dict(env)
         self._log_path = log_path
@@ -234,7 +244,7 @@ class McpSource:
     async def _start(self) -> ClientSession:
         try:
             server = await StdioServer.spawn(
-                self._argv, cwd=self._cwd, env=self._env, log_path=self._log_path
+                self._launch, cwd=self._cwd, env=self._env, log_path=self._log_path
             )
         except OSError as error:
             raise ToolLoadError(f"MCP server {self.name!r} could not be started: {error}") from error

@@ -40,6 +40,7 @@ from tolokaforge.core.models import ToolDescription, ToolSource
 from tolokaforge.core.providers import PROVIDER_PROTOCOL_VERSION, HandshakeError
 
 from ..errors import ToolFailure, ToolLoadError
+from ..process.confinement import Confinement, View
 from ..process.sandbox import Limits, scrubbed_env
 from .child_process import ChildProcess
 from .remote import CallInfo, OperationKind, OperationSpec, Reply, ReplyError
@@ -69,6 +70,8 @@ class ProviderSource:
         env: Mapping[str, str],
         config: Mapping[str, Any],
         limits: Limits,
+        confinement: Confinement | None = None,
+        view: View | None = None,
     ) -> None:
         self.name = name
         self._argv = list(argv)
@@ -76,6 +79,8 @@ class ProviderSource:
         # Only what the pack declares, never the runner's own environment (API keys live there).
         self._env = scrubbed_env(dict(env), home=str(cwd))
         self._limits = limits
+        self._confinement = confinement
+        self._view = view
         self._config_json = json.dumps(dict(config))
         self._child: ChildProcess | None = None
         self._channel: grpclib.client.Channel | None = None
@@ -176,7 +181,14 @@ class ProviderSource:
 
     async def _start(self) -> list[OperationSchema]:
         try:
-            child = await ChildProcess.spawn(self._argv, cwd=self._cwd, env=self._env, limits=self._limits)
+            child = await ChildProcess.spawn(
+                self._argv,
+                cwd=self._cwd,
+                env=self._env,
+                limits=self._limits,
+                confinement=self._confinement,
+                view=self._view,
+            )
         except OSError as error:
             raise ToolLoadError(f"provider {self.name!r}: cannot start {self._argv[0]!r}: {error}") from error
         self._child = child

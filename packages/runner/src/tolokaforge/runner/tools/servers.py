@@ -15,7 +15,9 @@ from tolokaforge.core.models import ToolServer
 
 from ..errors import ToolLoadError
 from ..process.sandbox import Limits, scrubbed_env
-from ..process.supervisor import launcher_argv
+from ..process.cgroups import TrialCgroup
+from ..process.confinement import Confinement, View
+from ..process.supervisor import confined_launch
 from .base import ToolRegistry, compile_parameters
 from .mcp_tools import McpSource
 from .provider_tools import ProviderSource
@@ -37,6 +39,13 @@ class ServerPlaces:
     """The DB service's URL for MCP servers (started on first need in the embedded mode)."""
     limits: Limits = field(default_factory=lambda: Limits(network=True))
     """Servers keep the network: they speak to the runner (providers) or the DB service (MCP) over TCP."""
+    confinement: Confinement = field(default_factory=Confinement.process)
+    cgroup: TrialCgroup | None = None
+
+    def view(self, cwd: Path) -> View:
+        """A server sees the trial's workspace (read-write) and the task's code (read-only)."""
+        read = (self.code_root,) if self.code_root is not None else ()
+        return View(cwd=cwd, write=(self.workspace,), read=read, cgroup=self.cgroup)
 
 
 async def start_tool_servers(
@@ -93,7 +102,14 @@ async def _make_source(server: ToolServer, places: ServerPlaces) -> ToolSourceSe
     safe_id = places.trial_id.replace("/", "_").replace(":", "_")
     if server.protocol == "provider":
         return ProviderSource(
-            server.name, argv, cwd=cwd, env=server.env, config=server.config, limits=places.limits
+            server.name,
+            argv,
+            cwd=cwd,
+            env=server.env,
+            config=server.config,
+            limits=places.limits,
+            confinement=places.confinement,
+            view=places.view(cwd),
         )
     env = {
         **server.env,
@@ -104,9 +120,9 @@ async def _make_source(server: ToolServer, places: ServerPlaces) -> ToolSourceSe
     log_path = places.log_dir / f"{safe_id}.{server.name}.log"
     scrubbed = scrubbed_env(env, home=str(places.workspace))
     try:
-        launched = launcher_argv(places.limits, argv, scrubbed)
+        launch = confined_launch(places.confinement, places.limits, argv, scrubbed, places.view(cwd))
     except FileNotFoundError as error:
         raise ToolLoadError(
             f"tool server {server.name!r}: cannot start {argv[0]!r}: {error.strerror}"
         ) from error
-    return McpSource(server.name, launched, cwd=cwd, env=scrubbed, log_path=log_path)
+    return McpSource(server.name, argv, cwd=cwd, env=scrubbed, log_path=log_path, launch=launch)

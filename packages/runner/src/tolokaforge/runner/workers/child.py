@@ -1,6 +1,7 @@
 """A tool worker: the process that runs one trial's python tools (``python -I -m ...workers.child LIMITS``).
 
-It confines itself first (sandbox.apply: resource limits, a private network namespace), moves the
+It confines itself first (sandbox.confine: inside bubblewrap, resource limits, its uid and Landlock;
+at the process level, resource limits and a private network namespace), moves the
 protocol onto private descriptors (so a tool that prints cannot corrupt it: fd 1 becomes stderr, fd 0
 /dev/null), then reads the init frame -- the task's code, its tools, the trial's tables -- imports the
 tools and answers ``hello`` with what holds and what failed to load. Each ``call`` frame runs one
@@ -22,7 +23,7 @@ import sys
 import traceback
 from typing import Any, cast
 
-from tolokaforge.runner.process.sandbox import Limits, apply
+from tolokaforge.runner.process.sandbox import confine
 
 from .frames import encode_reply, read_request, write_frame
 
@@ -90,7 +91,7 @@ def _failure(error: BaseException) -> dict[str, Any]:
 
 
 def main() -> None:
-    limits_report = apply(Limits.from_json(sys.argv[1]))
+    _, limits_report = confine(sys.argv[1])
     request_fd, reply_fd = _private_pipes()
     init = read_request(request_fd)
     if init is None:

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from ..process.cgroups import TrialCgroup
+from ..process.confinement import Confinement, View
 from ..process.sandbox import Limits, scrubbed_env
 from ..process.supervisor import Supervised
 from .code import STARTUP_DEADLINE_S, WorkerBase, WorkerCode
@@ -102,6 +104,8 @@ class ToolWorker:
         env: Mapping[str, str],
         zygotes: Zygotes | None = None,
         base: WorkerBase | None = None,
+        confinement: Confinement | None = None,
+        cgroup: TrialCgroup | None = None,
     ) -> ToolWorker:
         """A worker forked from ``code``'s zygote when one serves, else a freshly spawned interpreter.
 
@@ -120,14 +124,18 @@ class ToolWorker:
                 log_path=log_path,
                 env=env,
                 base=base,
+                cgroup=cgroup,
             )
             if worker is not None:
                 return worker
         init = _init(code, tables, workspace)
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        confinement = confinement or Confinement.process()
+        view = View(cwd=workspace, write=(workspace,), read=(code.root,), cgroup=cgroup)
+        argv = [sys.executable, "-I", "-m", "tolokaforge.runner.workers.child", confinement.spec(limits, view)]
         with log_path.open("ab") as log_file:
-            spawned = await Supervised.spawn(
-                [sys.executable, "-I", "-m", "tolokaforge.runner.workers.child", limits.to_json()],
+            spawned = await Supervised.spawn_launch(
+                confinement.launch(argv, limits, view),
                 cwd=workspace,
                 env=scrubbed_env(dict(env), home=str(workspace)),
                 stdin=asyncio.subprocess.PIPE,
@@ -159,6 +167,7 @@ class ToolWorker:
         log_path: Path,
         env: Mapping[str, str],
         base: WorkerBase | None,
+        cgroup: TrialCgroup | None,
     ) -> ToolWorker | None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         replies, requests = await asyncio.open_unix_connection(sock=ours)
@@ -166,7 +175,7 @@ class ToolWorker:
         requests.write(init)
         try:
             child = await zygotes.fork(
-                code, conn=theirs, workspace=workspace, env=env, log_path=log_path, base=base
+                code, conn=theirs, workspace=workspace, env=env, log_path=log_path, base=base, cgroup=cgroup
             )
         except BaseException:
             requests.close()

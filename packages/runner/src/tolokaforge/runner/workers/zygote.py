@@ -33,7 +33,8 @@ import traceback
 from collections import OrderedDict
 from typing import Any, cast
 
-from tolokaforge.runner.process.sandbox import Limits, apply, die_with_parent, limit_cpu
+from tolokaforge.runner.process import landlock
+from tolokaforge.runner.process.sandbox import Limits, become_subreaper, confine, die_with_parent, limit_cpu
 
 from .child import import_tools, register_package, serve
 from .frames import read_request
@@ -47,8 +48,8 @@ _REQUEST_BYTES = 1 << 16
 
 
 def main() -> None:
-    limits = Limits.from_json(sys.argv[1])
-    report = apply(limits, cpu=False)
+    limits, report = confine(sys.argv[1], cpu=False)
+    walls = _walls(sys.argv[1])
     control = socket.socket(fileno=os.dup(0))
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -90,12 +91,12 @@ def main() -> None:
                         raise ValueError("the request was too large or carried no socket")
                     if "base" in request:
                         _hold(bases, str(request["base"]), str(request["base_file"]))
-                    pid = _fork(request, fds, report, limits, bases)
+                    pid = _fork(request, fds, report, limits, bases, walls)
                 except (OSError, ValueError) as error:  # no process to be had: the runner spawns instead
                     _send(control, {"forked": request.get("fork", -1), "error": str(error)})
                 else:
                     live.add(pid)
-                    _send(control, {"forked": request["fork"], "pid": pid})
+                    _send_forked(control, request["fork"], pid)
                 finally:
                     for fd in fds:
                         os.close(fd)
@@ -138,12 +139,40 @@ def _hold(bases: OrderedDict[str, Base], full_hash: str, file: str) -> None:
     gc.freeze()
 
 
+Walls = tuple[list[str], int] | None
+"""Where a forked worker may read, and the Landlock ABI, when the zygote is sandboxed: the worker's own
+Landlock domain narrows the zygote's (which may write every workspace) to its trial's workspace."""
+
+
+def _walls(spec: str) -> Walls:
+    sandbox: dict[str, Any] | None = json.loads(spec).get("sandbox")
+    if not sandbox or not sandbox.get("landlock"):
+        return None
+    return list(sandbox["read"]), int(sandbox["landlock"])
+
+
+def _send_forked(control: socket.socket, ident: int, pid: int) -> None:
+    """Answer a fork with the worker's pid here and a pidfd: in a pid namespace, only the pidfd names
+    the process for the runner (which reads its own pid for it from the descriptor)."""
+    message = json.dumps({"forked": ident, "pid": pid}).encode()
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:  # it died already: its exit report follows
+        control.send(message)
+        return
+    try:
+        socket.send_fds(control, [message], [pidfd])
+    finally:
+        os.close(pidfd)
+
+
 def _fork(
     request: dict[str, Any],
     fds: list[int],
     report: dict[str, str],
     limits: Limits,
     bases: OrderedDict[str, Base],
+    walls: Walls,
 ) -> int:
     conn, log = fds
     sys.stdout.flush()
@@ -152,7 +181,7 @@ def _fork(
     if pid == 0:
         code = 1
         try:
-            _become_worker(request, conn, log, report, limits, bases)
+            _become_worker(request, conn, log, report, limits, bases, walls)
             code = 0
         except BaseException:  # the worker's own failure: to its log, and out
             traceback.print_exc()
@@ -170,6 +199,7 @@ def _become_worker(
     report: dict[str, str],
     limits: Limits,
     bases: OrderedDict[str, Base],
+    walls: Walls,
 ) -> None:
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -185,6 +215,14 @@ def _become_worker(
     # The network namespace is the zygote's (no interface up): a namespace per worker would cost each a
     # millisecond and the kernel more to tear down, and would part nothing the shared file system joins.
     limits_report = {**report, "cpu_time": limit_cpu(limits)}
+    # Orphans of the tool's children are re-parented here, not to the zygote: they stay the worker's
+    # descendants, found and killed with it.
+    become_subreaper()
+    if walls is not None:
+        read, abi = walls
+        limits_report["landlock"] = landlock.restrict(
+            read, [request["workspace"], "/dev"], network=limits.network, abi=abi
+        )
     os.chdir(request["workspace"])
     os.environ.clear()
     os.environ.update(request["env"])

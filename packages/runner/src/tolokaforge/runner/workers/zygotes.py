@@ -22,6 +22,7 @@ import hashlib
 import itertools
 import json
 import logging
+import os
 import socket
 import sys
 import time
@@ -29,6 +30,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from ..process.cgroups import TrialCgroup
+from ..process.confinement import Confinement, View
 from ..process.forked import ForkedChild
 from ..process.sandbox import Limits, scrubbed_env
 from ..process.supervisor import Supervised
@@ -76,16 +79,34 @@ class Zygote:
 
     @classmethod
     async def start(
-        cls, key: str, code: WorkerCode, limits: Limits, directory: Path, log_path: Path
+        cls,
+        key: str,
+        code: WorkerCode,
+        limits: Limits,
+        directory: Path,
+        log_path: Path,
+        *,
+        confinement: Confinement,
+        workspaces: Path,
+        states: Path,
     ) -> Zygote:
-        """A ready zygote; raises ZygoteGone, or Unforkable with the zygote's reason."""
+        """A ready zygote; raises ZygoteGone, or Unforkable with the zygote's reason.
+
+        Sandboxed, it sees the pack's code and the initial states read-only and every workspace
+        read-write (its forked workers each narrow that to their own with Landlock).
+        """
         directory.mkdir(parents=True, exist_ok=True)
+        workspaces.mkdir(parents=True, exist_ok=True)
+        states.mkdir(parents=True, exist_ok=True)
+        confinement.own(directory)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        view = View(cwd=directory, write=(directory, workspaces), read=(code.root, states))
+        argv = [sys.executable, "-I", "-m", "tolokaforge.runner.workers.zygote", confinement.spec(limits, view)]
         try:
             with log_path.open("ab") as log_file:
-                process = await Supervised.spawn(
-                    [sys.executable, "-I", "-m", "tolokaforge.runner.workers.zygote", limits.to_json()],
+                process = await Supervised.spawn_launch(
+                    confinement.launch(argv, limits, view),
                     cwd=directory,
                     env=scrubbed_env({}, home=str(directory)),
                     stdin=theirs.fileno(),
@@ -188,12 +209,28 @@ class Zygote:
                 finally:
                     loop.remove_writer(self._control)
 
-    async def _read(self) -> None:
+    async def _receive(self) -> tuple[bytes, list[int]]:
+        """One message and the descriptors it carries (a forked worker's pidfd)."""
         loop = asyncio.get_running_loop()
+        while True:
+            try:
+                data, fds, _, _ = socket.recv_fds(self._control, _MESSAGE_BYTES, 1)
+                return data, fds
+            except BlockingIOError:
+                ready = loop.create_future()
+                loop.add_reader(self._control, ready.set_result, None)
+                try:
+                    await ready
+                finally:
+                    loop.remove_reader(self._control)
+
+    async def _read(self) -> None:
         try:
             while True:
-                data = await loop.sock_recv(self._control, _MESSAGE_BYTES)
+                data, fds = await self._receive()
                 if not data:
+                    for fd in fds:
+                        os.close(fd)
                     break
                 message = cast(dict[str, Any], json.loads(data))
                 if "exit" in message:
@@ -203,8 +240,9 @@ class Zygote:
                 elif "forked" in message:
                     answer = self._pending.get(int(message["forked"]))
                     if "pid" in message:
-                        pid = int(message["pid"])
-                        child = ForkedChild(pid)
+                        pid = int(message["pid"])  # in the zygote's pid namespace: its reports name it so
+                        child = ForkedChild.from_pidfd(fds[0]) if fds else ForkedChild(pid)
+                        fds = []
                         self._children[pid] = child
                         if answer is not None and not answer.done():
                             answer.set_result(child)
@@ -214,6 +252,8 @@ class Zygote:
                         answer.set_exception(
                             ForkRefused(f"the zygote could not fork: {message.get('error')}")
                         )
+                for fd in fds:
+                    os.close(fd)
         except (OSError, ValueError) as error:
             log.warning("zygote %s: control socket failed: %s", self.pid, error)
         finally:
@@ -239,8 +279,19 @@ class Unforkable(Exception):
 class Zygotes:
     """Every zygote of one runner, by code key."""
 
-    def __init__(self, limits: Limits, directory: Path, log_dir: Path, idle_s: float = IDLE_S) -> None:
+    def __init__(
+        self,
+        limits: Limits,
+        directory: Path,
+        log_dir: Path,
+        idle_s: float = IDLE_S,
+        *,
+        confinement: Confinement | None = None,
+        workspaces: Path | None = None,
+    ) -> None:
         self.limits = limits
+        self.confinement = confinement or Confinement.process()
+        self.workspaces = workspaces or directory.parent / "workspaces"
         self.directory = directory
         self.log_dir = log_dir
         self.idle_s = idle_s
@@ -262,6 +313,7 @@ class Zygotes:
         env: Mapping[str, str],
         log_path: Path,
         base: WorkerBase | None = None,
+        cgroup: TrialCgroup | None = None,
     ) -> ForkedChild | None:
         """A worker forked from ``code``'s zygote (started if needed) to speak over ``conn``, or None: spawn it instead."""
         key = code_key(code, self.limits, base)
@@ -271,9 +323,18 @@ class Zygotes:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("ab") as log_file:
             try:
-                return await zygote.fork(
+                child = await zygote.fork(
                     conn, workspace, scrubbed_env(dict(env), home=str(workspace)), log_file.fileno(), base
                 )
+                if cgroup is not None:
+                    # Before the runner sends it a call: no pack code of the trial runs outside its cgroup.
+                    try:
+                        cgroup.add(child.pid)
+                    except OSError as error:
+                        child.kill()
+                        await child.reap(status=False)
+                        raise ZygoteGone(f"the worker could not join its trial's cgroup: {error}") from error
+                return child
             except ForkRefused as error:
                 log.warning("zygote %s: %s; spawning the worker instead", zygote.pid, error)
                 return None
@@ -319,7 +380,14 @@ class Zygotes:
         result: Zygote | None = None
         try:
             result = await Zygote.start(
-                key, code, self.limits, self.directory / key[:16], self.log_dir / f"zygote-{key[:16]}.log"
+                key,
+                code,
+                self.limits,
+                self.directory / key[:16],
+                self.log_dir / f"zygote-{key[:16]}.log",
+                confinement=self.confinement,
+                workspaces=self.workspaces,
+                states=self.directory / "states",
             )
         except Unforkable as why:
             log.info("worker code %s is spawned, not forked: %s", code.root, why)

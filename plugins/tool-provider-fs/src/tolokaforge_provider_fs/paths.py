@@ -13,7 +13,7 @@ import os
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.beneath import NotARegularFile, PathEscapes, PathHasSymlink
 
-__all__ = ["Refusal", "WorkspacePin", "classify"]
+__all__ = ["Refusal", "WorkspacePin", "classify", "open_workspace"]
 
 _O_PATH: int = getattr(os, "O_PATH", 0)
 
@@ -28,7 +28,7 @@ class Refusal(Exception):
 
 
 class WorkspacePin:
-    """The one workspace this process serves: the first call's, never ``/``.
+    """The one workspace this process serves: the first call's.
 
     The runner starts one provider process per trial, so every call names the same workspace; a
     call naming another one is refused rather than trusted.
@@ -37,30 +37,35 @@ class WorkspacePin:
     def __init__(self) -> None:
         self.path: str | None = None
 
-    def open(self, working_directory: str) -> int:
-        """A descriptor of the workspace (the caller closes it), or a :class:`Refusal`."""
+    def claim(self, working_directory: str) -> str:
+        """``working_directory`` if this process may serve it, else a :class:`Refusal`."""
         denied = ToolErrorCategory.PERMISSION_DENIED
         if not working_directory:
             raise Refusal(denied, "the call names no workspace")
         if not os.path.isabs(working_directory):
             raise Refusal(denied, f"the workspace {working_directory!r} is not an absolute path")
-        if self.path is not None and working_directory != self.path:
+        if self.path is None:
+            self.path = working_directory
+        elif working_directory != self.path:
             raise Refusal(
                 denied,
                 f"this provider serves the workspace {self.path!r}; the call names {working_directory!r}",
             )
-        try:
-            # The path up to the workspace is the runner's, so it may hold symlinks; below it, none.
-            fd = os.open(working_directory, (_O_PATH or os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError as error:
-            raise Refusal(
-                denied, f"the workspace {working_directory!r} is not a folder: {error.strerror}"
-            ) from error
-        if os.path.samestat(os.fstat(fd), os.stat("/")):
-            os.close(fd)
-            raise Refusal(denied, "the file system's root is not a workspace")
-        self.path = working_directory
-        return fd
+        return working_directory
+
+
+def open_workspace(path: str) -> int:
+    """A descriptor of the workspace folder ``path`` (the caller closes it); never ``/``."""
+    denied = ToolErrorCategory.PERMISSION_DENIED
+    try:
+        # The path up to the workspace is the runner's, so it may hold symlinks; below it, none.
+        fd = os.open(path, (_O_PATH or os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as error:
+        raise Refusal(denied, f"the workspace {path!r} is not a folder: {error.strerror}") from error
+    if os.path.samestat(os.fstat(fd), os.stat("/")):
+        os.close(fd)
+        raise Refusal(denied, "the file system's root is not a workspace")
+    return fd
 
 
 def classify(path: str, error: OSError | ValueError) -> Refusal:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import json
+import os
+import stat
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any, cast
 
 from tolokaforge.contracts.tool import (
@@ -18,20 +21,14 @@ from tolokaforge.contracts.tool import (
     ToolErrorCategory,
     ToolKind,
 )
+from tolokaforge.core.beneath import NotARegularFile, makedirs_beneath, open_beneath, read_beneath
 from tolokaforge.core.providers import PROVIDER_PROTOCOL_VERSION, ProviderBase
 
-from .paths import Escape, confine
+from .paths import Refusal, WorkspacePin, classify, open_workspace
 
 __all__ = ["FsProvider"]
 
 _MAX_READ_BYTES = 1024 * 1024
-
-
-class _Failure(Exception):
-    def __init__(self, category: ToolErrorCategory, message: str) -> None:
-        super().__init__(message)
-        self.category = category
-        self.message = message
 
 
 def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -128,6 +125,10 @@ _ALIAS = {"read_file": "read", "write_file": "write", "list_dir": "list"}
 _DECLARED = {op.name: frozenset(json.loads(op.input_schema_json)["properties"]) for op in OPERATIONS}
 
 
+_Handler = Callable[[int, dict[str, Any], str], dict[str, Any]]
+"""An operation: (the workspace's descriptor, the arguments, the path) -> its output."""
+
+
 class FsProvider(ProviderBase):
     name = "fs"
     version = "0.1.0"
@@ -136,7 +137,8 @@ class FsProvider(ProviderBase):
 
     def __init__(self, protocol_version: int = PROVIDER_PROTOCOL_VERSION) -> None:
         super().__init__(protocol_version)
-        self._handlers: dict[str, Callable[[Path, dict[str, Any], str], dict[str, Any]]] = {
+        self._workspace = WorkspacePin()
+        self._handlers: dict[str, _Handler] = {
             "read": _read,
             "write": _write,
             "list": _list,
@@ -146,19 +148,18 @@ class FsProvider(ProviderBase):
         try:
             handler = self._handlers.get(_ALIAS.get(message.operation, message.operation))
             if handler is None:
-                raise _Failure(ToolErrorCategory.NOT_FOUND, f"no operation {message.operation!r}")
+                raise Refusal(ToolErrorCategory.NOT_FOUND, f"no operation {message.operation!r}")
             arguments = _arguments(message.arguments_json, _DECLARED[message.operation])
             field = _PATH_FIELD.get(message.operation)
             if field is not None and field in arguments:
                 arguments["path"] = arguments.pop(field)
             workspace = message.call_context.working_directory if message.call_context else ""
             path = arguments.get("path", ".")
-            try:
-                target = confine(workspace, path)
-            except Escape as error:
-                raise _Failure(ToolErrorCategory.PERMISSION_DENIED, str(error)) from error
-            output = handler(target, arguments, path)
-        except _Failure as failure:
+            claimed = self._workspace.claim(workspace)
+            # File system calls block: they run on a thread, which owns every descriptor it opens
+            # (a cancelled call cannot close one under it).
+            output = await asyncio.to_thread(_in_workspace, claimed, handler, arguments, path)
+        except Refusal as failure:
             yield InvokeResponse(error=ToolError(category=failure.category, message=failure.message))
             return
         yield InvokeResponse(result=InvokeResult(output_json=json.dumps(output)))
@@ -168,62 +169,82 @@ def _arguments(text: str, declared: frozenset[str]) -> dict[str, Any]:
     try:
         value: Any = json.loads(text or "{}")
     except json.JSONDecodeError as error:
-        raise _Failure(ToolErrorCategory.INVALID_ARGUMENTS, f"arguments are not JSON: {error}") from error
+        raise Refusal(ToolErrorCategory.INVALID_ARGUMENTS, f"arguments are not JSON: {error}") from error
     if not isinstance(value, dict):
-        raise _Failure(ToolErrorCategory.INVALID_ARGUMENTS, "arguments must be a JSON object")
+        raise Refusal(ToolErrorCategory.INVALID_ARGUMENTS, "arguments must be a JSON object")
     arguments = cast(dict[str, Any], value)
     undeclared = sorted(set(arguments) - declared)
     if undeclared:
-        raise _Failure(
+        raise Refusal(
             ToolErrorCategory.INVALID_ARGUMENTS,
             f"unknown argument(s) {', '.join(map(repr, undeclared))}; this operation takes {', '.join(sorted(declared))}",
         )
     for key in ("path", "file_path", "dir_path", "content"):
         if key in arguments and not isinstance(arguments[key], str):
-            raise _Failure(ToolErrorCategory.INVALID_ARGUMENTS, f"{key!r} must be a string")
+            raise Refusal(ToolErrorCategory.INVALID_ARGUMENTS, f"{key!r} must be a string")
     return arguments
 
 
-def _os_failure(path: str, error: OSError) -> _Failure:
-    if isinstance(error, FileNotFoundError):
-        return _Failure(ToolErrorCategory.NOT_FOUND, f"{path!r} does not exist")
-    if isinstance(error, PermissionError):
-        return _Failure(ToolErrorCategory.PERMISSION_DENIED, f"{path!r}: permission denied")
-    return _Failure(ToolErrorCategory.EXECUTION_FAILED, f"{path!r}: {error.strerror or error}")
-
-
-def _read(target: Path, arguments: dict[str, Any], path: str) -> dict[str, Any]:
-    if "path" not in arguments:
-        raise _Failure(ToolErrorCategory.INVALID_ARGUMENTS, "'path' is required")
+def _in_workspace(workspace: str, handler: _Handler, arguments: dict[str, Any], path: str) -> dict[str, Any]:
+    root = open_workspace(workspace)
     try:
-        with target.open("rb") as file:
-            data = file.read(_MAX_READ_BYTES + 1)
-    except OSError as error:
-        raise _os_failure(path, error) from error
-    if len(data) > _MAX_READ_BYTES:
-        raise _Failure(ToolErrorCategory.EXECUTION_FAILED, f"{path!r} is larger than {_MAX_READ_BYTES} bytes")
+        return handler(root, arguments, path)
+    finally:
+        os.close(root)
+
+
+def _read(root: int, arguments: dict[str, Any], path: str) -> dict[str, Any]:
+    if "path" not in arguments:
+        raise Refusal(ToolErrorCategory.INVALID_ARGUMENTS, "'path' is required")
+    try:
+        data, truncated = read_beneath(root, path, _MAX_READ_BYTES)
+    except (OSError, ValueError) as error:
+        raise classify(path, error) from error
+    if truncated:
+        raise Refusal(ToolErrorCategory.EXECUTION_FAILED, f"{path!r} is larger than {_MAX_READ_BYTES} bytes")
     return {"path": path, "content": data.decode("utf-8", errors="replace")}
 
 
-def _write(target: Path, arguments: dict[str, Any], path: str) -> dict[str, Any]:
+def _write(root: int, arguments: dict[str, Any], path: str) -> dict[str, Any]:
     if "path" not in arguments or "content" not in arguments:
-        raise _Failure(ToolErrorCategory.INVALID_ARGUMENTS, "'path' and 'content' are required")
+        raise Refusal(ToolErrorCategory.INVALID_ARGUMENTS, "'path' and 'content' are required")
     data = str(arguments["content"]).encode("utf-8")
+    folder = path.rpartition("/")[0]
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    except OSError as error:
-        raise _os_failure(path, error) from error
+        makedirs_beneath(root, folder)
+        # O_NONBLOCK: a FIFO without a reader fails at once instead of hanging the call.
+        fd = open_beneath(root, path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | os.O_NOCTTY)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise NotARegularFile(errno.EPERM, "is not a regular file", path)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+    except (OSError, ValueError) as error:
+        raise classify(path, error) from error
     return {"path": path, "bytes_written": len(data)}
 
 
-def _list(target: Path, arguments: dict[str, Any], path: str) -> dict[str, Any]:
+def _list(root: int, arguments: dict[str, Any], path: str) -> dict[str, Any]:
     try:
-        children = sorted(target.iterdir())
-    except OSError as error:
-        raise _os_failure(path, error) from error
-    entries = [
-        {"name": child.name, "type": "dir" if child.is_dir() else "file" if child.is_file() else "other"}
-        for child in children
-    ]
+        fd = open_beneath(root, path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            with os.scandir(fd) as listing:
+                # Links are listed, never followed: their type is "other".
+                entries = [
+                    {"name": entry.name, "type": _entry_type(entry)}
+                    for entry in sorted(listing, key=lambda entry: entry.name)
+                ]
+        finally:
+            os.close(fd)
+    except (OSError, ValueError) as error:
+        raise classify(path, error) from error
     return {"path": path, "entries": entries}
+
+
+def _entry_type(entry: os.DirEntry[str]) -> str:
+    if entry.is_dir(follow_symlinks=False):
+        return "dir"
+    return "file" if entry.is_file(follow_symlinks=False) else "other"

@@ -9,6 +9,7 @@ a grade is never approximated.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -199,7 +200,8 @@ async def _state_checks(
     if state_checks.files:
         # Before the golden replay, which may write files of its own into this workspace.
         ledger.evaluate("state_checks.files")
-        files = evaluate_file_checks(state_checks.files, trial.workspace)
+        # Blocking reads of files the trial wrote (bounded, but a slow disk is still slow): off the loop.
+        files = await asyncio.to_thread(evaluate_file_checks, state_checks.files, trial.workspace)
     if state_checks.hash_enabled:
         ledger.evaluate("state_checks.hash.enabled", "state_checks.hash.golden_actions")
         try:

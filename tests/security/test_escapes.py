@@ -7,10 +7,8 @@ find), the runner goes on, and other trials are unaffected. The tool runs the py
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import signal
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -55,7 +53,10 @@ async def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterat
     work = tmp_path / "work"
     work.mkdir()
     handle = await start_runner(
-        RunnerSettings(work_dir=work, limits=Limits(processes=64, memory_bytes=512 << 20)), serve=False
+        RunnerSettings(
+            work_dir=work, isolation="sandbox", limits=Limits(processes=64, memory_bytes=512 << 20)
+        ),
+        serve=False,
     )
     try:
         yield handle
@@ -70,7 +71,7 @@ class Hostile:
         self.calls = 0
 
     async def register(self, trial_id: str) -> None:
-        spec = {
+        spec: dict[str, Any] = {
             "trial_id": trial_id,
             "task": {
                 "task_id": trial_id.split(":")[0],
@@ -244,7 +245,9 @@ result = outcome
 async def test_one_trial_cannot_reach_another_trials_files_memory_or_processes(hostile: Hostile) -> None:
     await hostile.register("victim:0")
     await hostile.register("thief:0")
-    await hostile.run("victim:0", "open('diary.txt', 'w').write('victim-secret'); import os; result = os.getpid()")
+    await hostile.run(
+        "victim:0", "open('diary.txt', 'w').write('victim-secret'); import os; result = os.getpid()"
+    )
     victim_dir = hostile.workspace("victim:0")
     seen = await hostile.run(
         "thief:0",
@@ -285,7 +288,9 @@ result = outcome
     assert await hostile.run("victim:0", "result = open('diary.txt').read()") == "victim-secret"
 
 
-async def test_a_daemon_a_tool_double_forked_dies_with_its_trial(hostile: Hostile, runner: RunnerHandle) -> None:
+async def test_a_daemon_a_tool_double_forked_dies_with_its_trial(
+    hostile: Hostile, runner: RunnerHandle
+) -> None:
     await hostile.register("daemon:0")
     marker = f"tf-daemon-{os.getpid()}-{time.monotonic_ns()}"
     await hostile.run(
@@ -305,7 +310,8 @@ result = 'spawned'
     def daemons() -> list[psutil.Process]:
         found: list[psutil.Process] = []
         for proc in psutil.process_iter(["cmdline"]):
-            if any(marker in part for part in proc.info["cmdline"] or []):
+            cmdline: list[str] = proc.info["cmdline"] or []
+            if any(marker in part for part in cmdline):
                 found.append(proc)
         return found
 
@@ -389,8 +395,3 @@ result = outcome
         assert value == -1 and errno == 1, (name, value, errno)
 
 
-def _workspace_name(trial_id: str) -> str:
-    return hashlib.sha256(trial_id.encode()).hexdigest()[:32]
-
-
-_ = signal  # used inside attempts only

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tolokaforge.contracts.runner import ExecuteToolResponse, ExecutionStatus, RunnerServiceStub
+from tolokaforge.contracts.runner import (
+    ExecuteToolRequest,
+    ExecuteToolResponse,
+    ExecutionStatus,
+    RunnerServiceStub,
+)
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.runner import RunnerHandle
 
@@ -101,7 +107,8 @@ async def test_exec_runs_in_the_workspace_with_exit_status_and_deadline(
     assert _category(failed) == ToolErrorCategory.EXECUTION_FAILED
     assert failed.tool_error is not None
     details = json.loads(failed.tool_error.details_json)
-    assert details["exit_code"] == 3 and "oops" in details["stderr"]
+    assert details["exit_code"] == 3 and details["stderr"] == "oops\n"
+    assert "output_tail" not in details  # the output is stored once: in the provider's own details
     assert failed.metrics is not None and failed.metrics.exit_code == 3
     slow = await call_tool(
         "builtin:0", "exec_run", {"command": ["sleep", "30"], "timeout_seconds": 0.5}, "c3"
@@ -114,7 +121,52 @@ async def test_exec_runs_in_the_workspace_with_exit_status_and_deadline(
 async def test_exec_a_command_longer_than_ten_seconds_runs_to_its_declared_budget(
     workspace: Path, call_tool: CallTool
 ) -> None:
-    # exec_run declares a 30 s budget: a 15 s command succeeds, whatever fixed deadline the transport has.
+    # exec_run declares a 30 s budget; the Invoke once carried the setup RPCs' fixed 10 s deadline,
+    # which ended this call as process_crashed.
     slow = await call_tool("builtin:0", "exec_run", {"command": ["sh", "-c", "sleep 15; echo done"]}, "c1")
     assert slow.status == ExecutionStatus.SUCCESS, (_category(slow), slow.error_message)
     assert json.loads(slow.output)["stdout"] == "done\n"
+
+
+async def test_exec_past_the_calls_budget_is_timeout_not_a_crash(
+    workspace: Path, stub: RunnerServiceStub
+) -> None:
+    request = ExecuteToolRequest(
+        trial_id="builtin:0",
+        tool_name="exec_run",
+        arguments_json=json.dumps({"command": ["sh", "-c", "echo started; sleep 30"]}),
+        executor="agent",
+        call_id="c1",
+        timeout_seconds=1.5,
+    )
+    started = time.monotonic()
+    response = await stub.execute_tool(request)
+    assert time.monotonic() - started < 3.0
+    assert response.status == ExecutionStatus.TIMEOUT and _category(response) == ToolErrorCategory.TIMEOUT
+    assert response.tool_error is not None
+    details = json.loads(response.tool_error.details_json)
+    assert details["stdout"] == "started\n" and "output_tail" not in details
+    again = await stub.execute_tool(
+        ExecuteToolRequest(
+            trial_id="builtin:0",
+            tool_name="exec_run",
+            arguments_json=json.dumps({"command": ["true"]}),
+            executor="agent",
+            call_id="c2",
+        )
+    )
+    assert again.status == ExecutionStatus.SUCCESS, again.error_message
+
+
+async def test_exec_output_is_capped_and_stored_once(workspace: Path, call_tool: CallTool) -> None:
+    size = 3 * 1024 * 1024
+    loud = await call_tool("builtin:0", "exec_run", {"command": ["head", "-c", str(size), "/dev/zero"]}, "c1")
+    assert loud.status == ExecutionStatus.SUCCESS, loud.error_message
+    output = json.loads(loud.output)
+    assert len(output["stdout"]) == 1024 * 1024 and output["truncated"] == {"stdout": True, "stderr": False}
+    script = f"head -c {size} /dev/zero >&2; exit 1"
+    failed = await call_tool("builtin:0", "exec_run", {"command": ["sh", "-c", script]}, "c2")
+    assert failed.tool_error is not None and _category(failed) == ToolErrorCategory.EXECUTION_FAILED
+    details = json.loads(failed.tool_error.details_json)
+    assert len(details["stderr"]) == 1024 * 1024 and details["truncated"]["stderr"]
+    assert "output_tail" not in details

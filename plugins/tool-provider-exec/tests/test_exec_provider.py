@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 from grpclib.testing import ChannelFor
-from tolokaforge_provider_exec.service import ExecProvider
+from tolokaforge_provider_exec.service import MAX_OUTPUT_BYTES, ExecProvider
 
 from tolokaforge.contracts.tool import (
     CallContext,
@@ -55,9 +56,81 @@ async def test_the_deadline_kills_the_command_and_answers_timeout(tmp_path: Path
     assert events[-1].error is not None and events[-1].error.category == ToolErrorCategory.TIMEOUT
 
 
+async def test_the_deadline_comes_from_the_calls_budget(tmp_path: Path) -> None:
+    # A command longer than any fixed deadline finishes under a budget that covers it.
+    done = await _run(tmp_path, {"command": ["sh", "-c", "sleep 1.5; echo late"]}, budget=4.0)
+    assert done[-1].result is not None, done[-1]
+    assert json.loads(done[-1].result.output_json)["stdout"] == "late\n"
+    # A longer request is held under the budget: it stops a little before it, answering timeout.
+    started = time.monotonic()
+    events = await _run(tmp_path, {"command": ["sleep", "30"], "timeout_seconds": 100}, budget=1.0)
+    elapsed = time.monotonic() - started
+    error = events[-1].error
+    assert error is not None and error.category == ToolErrorCategory.TIMEOUT and error.retryable
+    assert "deadline of 0.9s" in error.message and elapsed < 1.0, (error.message, elapsed)
+
+
+async def test_the_deadline_kills_the_whole_process_group(tmp_path: Path) -> None:
+    script = "sleep 30 & echo $! > child.pid; sleep 30"
+    events = await _run(tmp_path, {"command": ["sh", "-c", script]}, budget=0.8)
+    assert events[-1].error is not None and events[-1].error.category == ToolErrorCategory.TIMEOUT
+    child = int((tmp_path / "child.pid").read_text())
+    assert not _alive(child), "the command's background child outlived the deadline"
+
+
+async def test_a_command_that_exits_is_done_even_if_a_child_holds_its_output(tmp_path: Path) -> None:
+    started = time.monotonic()
+    events = await _run(tmp_path, {"command": ["sh", "-c", "sleep 30 & echo $! > child.pid; echo bye"]})
+    assert events[-1].result is not None, events[-1]
+    assert json.loads(events[-1].result.output_json)["stdout"] == "bye\n"
+    assert time.monotonic() - started < 5
+    assert not _alive(int((tmp_path / "child.pid").read_text()))
+
+
+async def test_output_is_capped_per_stream_and_marked_truncated(tmp_path: Path) -> None:
+    script = f"head -c {3 * MAX_OUTPUT_BYTES} /dev/zero | tr '\\0' a; echo small >&2"
+    events = await _run(tmp_path, {"command": ["sh", "-c", script]})
+    result = events[-1].result
+    assert result is not None
+    output = json.loads(result.output_json)
+    assert output["stdout"] == "a" * MAX_OUTPUT_BYTES and output["stderr"] == "small\n"
+    assert output["truncated"] == {"stdout": True, "stderr": False}
+    streamed = sum(len(e.output_chunk.data) for e in events if e.output_chunk is not None)
+    assert streamed == MAX_OUTPUT_BYTES + len("small\n")
+
+
+async def test_failures_carry_the_output_in_their_details(tmp_path: Path) -> None:
+    failed = await _run(tmp_path, {"command": ["sh", "-c", "echo out; echo err >&2; exit 2"]})
+    assert failed[-1].error is not None
+    assert json.loads(failed[-1].error.details_json) == {
+        "exit_code": 2,
+        "stdout": "out\n",
+        "stderr": "err\n",
+        "truncated": {"stdout": False, "stderr": False},
+    }
+    slow = await _run(tmp_path, {"command": ["sh", "-c", "echo before; sleep 30"]}, budget=0.8)
+    assert slow[-1].error is not None and slow[-1].error.category == ToolErrorCategory.TIMEOUT
+    assert json.loads(slow[-1].error.details_json)["stdout"] == "before\n"
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs 2 s on (a SIGKILL takes a moment to land; a zombie does not run)."""
+    until = time.monotonic() + 2.0
+    while time.monotonic() < until:
+        try:
+            with open(f"/proc/{pid}/stat") as file:
+                if file.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return False
+        except FileNotFoundError:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 async def test_bad_arguments_are_invalid_arguments(tmp_path: Path) -> None:
-    [event] = await _run(tmp_path, {"command": []})
-    assert event.error is not None and event.error.category == ToolErrorCategory.INVALID_ARGUMENTS
+    for command in ([], ["echo", "a\0b"]):
+        [event] = await _run(tmp_path, {"command": command})
+        assert event.error is not None and event.error.category == ToolErrorCategory.INVALID_ARGUMENTS
 
 
 async def _calculate(arguments: dict[str, Any]) -> InvokeResponse:

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from tolokaforge.contracts.tool import (
@@ -27,10 +28,14 @@ from tolokaforge.core.providers import ProviderBase
 
 from .calculator import CALCULATOR, CalculatorError, evaluate
 
-__all__ = ["ExecProvider"]
+__all__ = ["MAX_OUTPUT_BYTES", "ExecProvider"]
 
-_KEEP_BYTES = 64 * 1024
+MAX_OUTPUT_BYTES = 1024 * 1024
+"""Output kept (and streamed) per stream, stdout and stderr each; past it the result says ``truncated``."""
 _DEFAULT_DEADLINE_S = 30.0
+_EXIT_DRAIN_S = 0.5
+"""How long output is still read after the command exited, from whatever it left holding its pipes."""
+_EXIT_POLL_S = 0.05
 
 RUN = OperationSchema(
     name="run",
@@ -40,7 +45,11 @@ RUN = OperationSchema(
             "type": "object",
             "properties": {
                 "command": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+                "timeout_seconds": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "description": "Stop the command after this many seconds (never later than the call's budget).",
+                },
             },
             "required": ["command"],
             "additionalProperties": False,
@@ -53,8 +62,14 @@ RUN = OperationSchema(
                 "exit_code": {"type": "integer"},
                 "stdout": {"type": "string"},
                 "stderr": {"type": "string"},
+                "truncated": {
+                    "type": "object",
+                    "description": f"Whether the stream was cut at its first {MAX_OUTPUT_BYTES} bytes.",
+                    "properties": {"stdout": {"type": "boolean"}, "stderr": {"type": "boolean"}},
+                    "required": ["stdout", "stderr"],
+                },
             },
-            "required": ["exit_code", "stdout", "stderr"],
+            "required": ["exit_code", "stdout", "stderr", "truncated"],
         }
     ),
     kind=ToolKind.RESOURCE,
@@ -138,6 +153,37 @@ def _deadline(requested: float | None, budget: float) -> float:
     return min(requested, ceiling) if requested is not None else ceiling
 
 
+@dataclass
+class _Capture:
+    """One stream's output: the first :data:`MAX_OUTPUT_BYTES` kept, the rest counted and dropped."""
+
+    kept: bytearray = field(default_factory=bytearray)
+    dropped: int = 0
+
+    def take(self, data: bytes) -> bytes:
+        """The part of ``data`` kept (and streamed); the rest only counts."""
+        part = data[: MAX_OUTPUT_BYTES - len(self.kept)]
+        self.kept += part
+        self.dropped += len(data) - len(part)
+        return part
+
+    def text(self) -> str:
+        return self.kept.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class _Closed:
+    stream: OutputStream
+
+
+@dataclass(frozen=True)
+class _Exited:
+    pass
+
+
+_Event = tuple[OutputStream, bytes] | _Closed | _Exited
+
+
 async def _run(argv: list[str], workspace: str, deadline: float) -> AsyncIterator[InvokeResponse]:
     try:
         process = await asyncio.create_subprocess_exec(
@@ -155,33 +201,46 @@ async def _run(argv: list[str], workspace: str, deadline: float) -> AsyncIterato
     except PermissionError:
         yield _error(ToolErrorCategory.PERMISSION_DENIED, f"command {argv[0]!r} is not executable")
         return
-    queue: asyncio.Queue[tuple[OutputStream, bytes] | None] = asyncio.Queue()
-    kept = {OutputStream.STDOUT: bytearray(), OutputStream.STDERR: bytearray()}
+    except OSError as error:  # e.g. ENOEXEC: not a program the kernel can run
+        yield _error(ToolErrorCategory.EXECUTION_FAILED, f"command {argv[0]!r} cannot run: {error.strerror}")
+        return
+    except ValueError as error:  # a NUL byte in the argv
+        yield _error(ToolErrorCategory.INVALID_ARGUMENTS, f"the command cannot be run: {error}")
+        return
+    queue: asyncio.Queue[_Event] = asyncio.Queue()
+    captured = {OutputStream.STDOUT: _Capture(), OutputStream.STDERR: _Capture()}
     assert process.stdout is not None and process.stderr is not None
-    readers = [
+    tasks = [
         asyncio.create_task(_pump(process.stdout, OutputStream.STDOUT, queue)),
         asyncio.create_task(_pump(process.stderr, OutputStream.STDERR, queue)),
+        asyncio.create_task(_watch(process, queue)),
     ]
-    open_streams = len(readers)
+    open_streams = 2
     timed_out = False
     loop = asyncio.get_running_loop()
     ends_at = loop.time() + deadline
+    drain_until: float | None = None
     try:
         # No yield inside a timeout scope: the scope would cancel whoever is awaiting the stream.
         while open_streams:
+            limit = ends_at if drain_until is None else min(ends_at, drain_until)
             try:
-                item = await asyncio.wait_for(queue.get(), max(ends_at - loop.time(), 0.0))
+                item = await asyncio.wait_for(queue.get(), max(limit - loop.time(), 0.0))
             except TimeoutError:
-                timed_out = True
+                # Past the drain of an exited command, its pipes are held by something it left running:
+                # the command is done (and that leftover is killed below). Otherwise: the deadline.
+                timed_out = process.returncode is None
                 break
-            if item is None:
+            if isinstance(item, _Closed):
                 open_streams -= 1
-                continue
-            stream, data = item
-            if len(kept[stream]) < _KEEP_BYTES:
-                kept[stream].extend(data[: _KEEP_BYTES - len(kept[stream])])
-            yield InvokeResponse(output_chunk=OutputChunk(stream=stream, data=data))
-        if not timed_out:
+            elif isinstance(item, _Exited):
+                drain_until = loop.time() + _EXIT_DRAIN_S
+            else:
+                stream, data = item
+                kept = captured[stream].take(data)
+                if kept:
+                    yield InvokeResponse(output_chunk=OutputChunk(stream=stream, data=kept))
+        if not timed_out and process.returncode is None:
             try:
                 await asyncio.wait_for(process.wait(), max(ends_at - loop.time(), 0.0))
             except TimeoutError:
@@ -189,41 +248,53 @@ async def _run(argv: list[str], workspace: str, deadline: float) -> AsyncIterato
     finally:
         # Also reached when the kernel abandons the stream: the command never outlives its call.
         _kill_group(process)
-        for reader in readers:
-            reader.cancel()
+        for task in tasks:
+            task.cancel()
         await process.wait()
     code = process.returncode if process.returncode is not None else -1
     # asyncio reports death by signal N as -N; the contract carries the signal on its own.
     signal_number = -code if code < 0 else 0
     yield InvokeResponse(exit_status=ExitStatus(code=code, signal=signal_number))
-    stdout = kept[OutputStream.STDOUT].decode("utf-8", errors="replace")
-    stderr = kept[OutputStream.STDERR].decode("utf-8", errors="replace")
+    output: dict[str, Any] = {
+        "stdout": captured[OutputStream.STDOUT].text(),
+        "stderr": captured[OutputStream.STDERR].text(),
+        "truncated": {
+            "stdout": captured[OutputStream.STDOUT].dropped > 0,
+            "stderr": captured[OutputStream.STDERR].dropped > 0,
+        },
+    }
+    # The output travels once, in the terminal event (the chunks were its live view).
     if timed_out:
         yield _error(
             ToolErrorCategory.TIMEOUT,
             f"the command ran past its deadline of {deadline:g}s and was killed",
             retryable=True,
+            details={"deadline_seconds": deadline, **output},
         )
     elif code != 0:
         yield _error(
             ToolErrorCategory.EXECUTION_FAILED,
             f"the command exited with status {code}",
-            details={"exit_code": code, "stdout": stdout[-4096:], "stderr": stderr[-4096:]},
+            details={"exit_code": code, **output},
         )
     else:
-        yield InvokeResponse(
-            result=InvokeResult(output_json=json.dumps({"exit_code": 0, "stdout": stdout, "stderr": stderr}))
-        )
+        yield InvokeResponse(result=InvokeResult(output_json=json.dumps({"exit_code": 0, **output})))
 
 
-async def _pump(
-    stream: asyncio.StreamReader, which: OutputStream, queue: asyncio.Queue[tuple[OutputStream, bytes] | None]
-) -> None:
+async def _pump(stream: asyncio.StreamReader, which: OutputStream, queue: asyncio.Queue[_Event]) -> None:
     try:
         while data := await stream.read(65536):
             await queue.put((which, data))
     finally:
-        queue.put_nowait(None)
+        queue.put_nowait(_Closed(which))
+
+
+async def _watch(process: asyncio.subprocess.Process, queue: asyncio.Queue[_Event]) -> None:
+    # Not process.wait(): it also waits for the pipes to close, which a leftover child may hold open
+    # until the deadline. The return code is set as soon as the command itself is reaped.
+    while process.returncode is None:
+        await asyncio.sleep(_EXIT_POLL_S)
+    queue.put_nowait(_Exited())
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:

@@ -18,7 +18,7 @@ import os
 import platform
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import Any
 
 __all__ = [
@@ -60,8 +60,6 @@ _RESOLVE = _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS
 _SYS_OPENAT2 = {"x86_64": 437, "aarch64": 437, "arm64": 437}
 _O_TMPFILE: int = getattr(os, "O_TMPFILE", 0)
 _O_PATH: int = getattr(os, "O_PATH", 0)
-# Intermediate folders are opened for lookup only: O_PATH needs no read permission on them.
-_DIR_LOOKUP = (_O_PATH or os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_CHUNK = 1024 * 1024
 # A rename anywhere on the system may make openat2 answer EAGAIN; a few retries outlast any burst.
 _EAGAIN_RETRIES = 16
@@ -182,7 +180,7 @@ def _components(relative: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def _root_fd(root: Root) -> Iterator[int]:
+def _root_fd(root: Root) -> Generator[int, None, None]:
     if isinstance(root, int):
         yield root
         return
@@ -219,17 +217,41 @@ def _walk(base: int, parts: list[str], flags: int, mode: int, relative: str) -> 
     current = base
     try:
         for name in parts[:-1]:
-            opened = _os_open(name, _DIR_LOOKUP, 0, current, relative)
+            opened = _folder(name, current, relative)
             if current != base:
                 os.close(current)
             current = opened
+        if flags & os.O_DIRECTORY and _O_PATH:
+            # O_DIRECTORY | O_NOFOLLOW answers ENOTDIR for a link, as for a file: open the folder
+            # first, judge what was opened, then reopen it through its own descriptor.
+            folder = _folder(parts[-1], current, relative)
+            if flags & _O_PATH:
+                return folder
+            try:
+                return _os_open(".", flags, mode, folder, relative)
+            finally:
+                os.close(folder)
         fd = _os_open(parts[-1], flags, mode, current, relative)
     finally:
         if current != base:
             os.close(current)
     if flags & _O_PATH:
         # O_PATH | O_NOFOLLOW opens a final link itself rather than refusing it.
-        _refuse_link(fd, relative)
+        _refuse_kind(fd, relative, folder=False)
+    return fd
+
+
+def _folder(name: str, dir_fd: int, relative: str) -> int:
+    """A lookup descriptor (O_PATH: no read permission needed) of the real folder ``name``.
+
+    The object opened is judged, not its name looked up again (which a swap could change meanwhile).
+    """
+    if not _O_PATH:  # no O_PATH (not Linux): the kernel's ENOTDIR is told apart by a second look
+        return _os_open(
+            name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, 0, dir_fd, relative
+        )
+    fd = _os_open(name, _O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, 0, dir_fd, relative)
+    _refuse_kind(fd, relative, folder=True)
     return fd
 
 
@@ -238,7 +260,6 @@ def _os_open(name: str, flags: int, mode: int, dir_fd: int, relative: str) -> in
         return os.open(name, flags, mode, dir_fd=dir_fd)
     except OSError as error:
         code = error.errno or 0
-        # O_PATH | O_DIRECTORY | O_NOFOLLOW on a link answers ENOTDIR, as a file in the middle does.
         if code == errno.ENOTDIR and _is_link(name, dir_fd):
             code = errno.ELOOP
         raise _classified(code, relative) from None
@@ -251,15 +272,19 @@ def _is_link(name: str, dir_fd: int) -> bool:
         return False
 
 
-def _refuse_link(fd: int, relative: str) -> None:
+def _refuse_kind(fd: int, relative: str, *, folder: bool) -> None:
+    """Close ``fd`` and refuse it when it is a link (or, for ``folder``, anything but a folder)."""
     try:
-        is_link = stat.S_ISLNK(os.fstat(fd).st_mode)
+        mode = os.fstat(fd).st_mode
     except OSError:
         os.close(fd)
         raise
-    if is_link:
+    if stat.S_ISLNK(mode):
         os.close(fd)
         raise _classified(errno.ELOOP, relative)
+    if folder and not stat.S_ISDIR(mode):
+        os.close(fd)
+        raise _classified(errno.ENOTDIR, relative)
 
 
 def _classified(code: int, relative: str) -> OSError:

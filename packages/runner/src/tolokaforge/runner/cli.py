@@ -68,9 +68,10 @@ class RunnerOptions(BaseModel):
         gt=0,
         description="concurrent calls one connection may have open",
     )
-    isolation: Literal["process", "thread"] = Field(
+    isolation: Literal["sandbox", "process", "thread"] = Field(
         "process",
-        description="process: python tools in supervised worker processes (docs/isolation.md); "
+        description="sandbox: pack code in supervised processes inside the OS sandbox (bubblewrap, seccomp, "
+        "Landlock, a cgroup per trial; docs/isolation.md); process: the same processes without the sandbox; "
         "thread: trusted mode, in this process, only for code you trust",
     )
 

@@ -108,7 +108,9 @@ class IsolatedRunner:
     async def report(self) -> dict[str, str]:
         """What holds for a worker on this machine: the last worker's report, or a probe's."""
         if not self.last_report:
-            self.last_report = await probe_limits(self.limits, self.confinement, self.log_dir.parent / "probe")
+            self.last_report = await probe_limits(
+                self.limits, self.confinement, self.log_dir.parent / "probe"
+            )
         return self.last_report
 
     async def release(self, trial: TrialContext) -> None:

@@ -41,10 +41,10 @@ class RunnerSettings:
     max_tool_threads: int = 64
     work_dir: Path | None = None
     """Scratch for workspaces, logs and code bundles; None: a new directory, removed at close (scratch.py)."""
-    isolation: Isolation = "sandbox"
-    """``sandbox`` (the default): python tools, tool servers and custom checks run in supervised
-    processes inside the OS sandbox (docs/isolation.md); ``process``: the same processes without the
-    sandbox (a weaker level, chosen explicitly); ``thread``: trusted mode, python tools in this process."""
+    isolation: Isolation = "process"
+    """``sandbox``: python tools, tool servers and custom checks run in supervised
+    processes inside the OS sandbox (docs/isolation.md); ``process`` (today's default, until every
+    tool-source path is sandboxed): the same processes without it; ``thread``: trusted mode, python tools in this process."""
     sandbox_without: frozenset[str] = frozenset()
     """Sandbox layers this machine lacks that the user accepts running without (``--without``)."""
     limits: Limits = field(default_factory=Limits)

@@ -25,9 +25,9 @@ from typing import Any
 from tolokaforge.contracts.runner import CustomCheckResult
 from tolokaforge.core.models import CustomChecksConfig
 
-from ..process.sandbox import Limits, scrubbed_env
 from ..process.cgroups import TrialCgroup
 from ..process.confinement import Confinement, View
+from ..process.sandbox import Limits, scrubbed_env
 from ..process.supervisor import Supervised, confined_launch
 from .component import ComponentResult
 
@@ -122,8 +122,8 @@ async def _run_suite(
         if not folder.is_relative_to(root) or not folder.is_dir():
             raise _SuiteError(f"relative_imports: {relative!r} is not a folder inside the task's code")
         search.append(str(folder))
-    env = scrubbed_env({}, home="/tmp")
-    # The checks see the task's code, read-only, and a private /tmp: the evidence comes on stdin.
+    env = scrubbed_env({}, home=str(code_root))
+    # Sandboxed, the checks see the task's code read-only and a private /tmp: the evidence comes on stdin.
     view = View(cwd=root, read=(root,), cgroup=cgroup)
     child = await Supervised.spawn_launch(
         confined_launch(confinement, limits, [sys.executable, "-I", "-m", HARNESS_MODULE], env, view),

@@ -139,11 +139,16 @@ def detect() -> tuple[CgroupTree | None, str]:
         base = _ROOT / own.get("", "/").lstrip("/") / name
         try:
             base.mkdir()
-            (base / "cgroup.subtree_control").write_text("+memory +pids" + (" +cpu" if "cpu" in controllers else ""))
+            (base / "cgroup.subtree_control").write_text(
+                "+memory +pids" + (" +cpu" if "cpu" in controllers else "")
+            )
         except OSError as error:
             with contextlib.suppress(OSError):
                 base.rmdir()
-            return None, f"unavailable (cgroup v2 is not writable here: {error.strerror}; run as root or delegate a subtree)"
+            return (
+                None,
+                f"unavailable (cgroup v2 is not writable here: {error.strerror}; run as root or delegate a subtree)",
+            )
         return CgroupTree([base], 2), "v2"
     bases: list[Path] = []
     for controller in _V1_CONTROLLERS:

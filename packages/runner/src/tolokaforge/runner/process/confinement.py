@@ -21,7 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -100,7 +100,7 @@ class Launch:
     seccomp_file: Path | None = None
 
     @contextlib.contextmanager
-    def opened(self) -> Iterator[tuple[list[str], tuple[int, ...]]]:
+    def opened(self) -> Generator[tuple[list[str], tuple[int, ...]]]:
         """The argv to spawn and the descriptors the child must inherit, open for the spawn's time."""
         if self.seccomp_file is None:
             yield list(self.argv), ()
@@ -167,7 +167,7 @@ class Confinement:
             report["seccomp"] = "off (--without seccomp)"
         else:
             try:
-                from .seccomp import write_filter  # noqa: PLC0415  (libseccomp is loaded only when used)
+                from .seccomp import write_filter
 
                 seccomp_file = write_filter(work_dir / "sandbox" / "seccomp.bpf")
                 report["seccomp"] = "on"
@@ -202,8 +202,12 @@ class Confinement:
                 + ",".join(missing)
                 + "), or choose --isolation process"
             )
-        report["uid"] = str(SANDBOX_UID) if os.geteuid() == 0 else f"{os.geteuid()} (the runner's; a user namespace)"
-        return cls("sandbox", report, bwrap=bwrap, seccomp_file=seccomp_file, landlock_abi=abi, cgroups=cgroups)
+        report["uid"] = (
+            str(SANDBOX_UID) if os.geteuid() == 0 else f"{os.geteuid()} (the runner's; a user namespace)"
+        )
+        return cls(
+            "sandbox", report, bwrap=bwrap, seccomp_file=seccomp_file, landlock_abi=abi, cgroups=cgroups
+        )
 
     @property
     def sandboxed(self) -> bool:
@@ -219,6 +223,10 @@ class Confinement:
         if self.cgroups is None:
             return None
         return self.cgroups.create(name, memory_bytes=limits.memory_bytes, pids=limits.processes)
+
+    def covers(self, path: str) -> bool:
+        """Whether every sandbox sees ``path`` already (the system, the interpreter, our sources)."""
+        return any(path == root or path.startswith(root + "/") for root in self._system_read)
 
     def own(self, path: Path) -> None:
         """Make ``path`` (a workspace, a zygote's directory) the sandbox user's, recursively."""
@@ -349,7 +357,7 @@ def _system_paths() -> list[str]:
     Our packages may be editable installs (their sources outside site-packages): each ``tolokaforge``
     package directory's parent is bound too. Nothing else of the runner's checkout is.
     """
-    import tolokaforge.runner  # noqa: PLC0415
+    import tolokaforge.runner
 
     paths = [*(path for path in _SYSTEM if os.path.isdir(path) and not os.path.islink(path))]
     prefixes = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), sys.base_prefix, sys.prefix}

@@ -189,7 +189,7 @@ def confine(text: str, *, cpu: bool = True) -> tuple[Limits, dict[str, str]]:
     report["uid"] = str(os.geteuid())
     abi = sandbox.get("landlock")
     if isinstance(abi, int) and abi > 0:
-        from tolokaforge.runner.process import landlock  # noqa: PLC0415  (only a sandbox with Landlock pays)
+        from tolokaforge.runner.process import landlock
 
         report["landlock"] = landlock.restrict(
             list(sandbox["read"]), list(sandbox["write"]), network=limits.network, abi=abi
@@ -217,7 +217,7 @@ def become_subreaper() -> None:
         _libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-class _suppress_os_errors:  # noqa: N801  (contextlib costs a sandboxed start its import)
+class _suppress_os_errors:
     def __enter__(self) -> None:
         return None
 

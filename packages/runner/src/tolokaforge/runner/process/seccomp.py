@@ -78,7 +78,7 @@ _TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
 
 def write_filter(path: Path) -> Path:
     """Compile the filter and write its BPF program to ``path`` (read by bubblewrap at each start)."""
-    import pyseccomp as seccomp  # the runner's side only: the sandbox receives the compiled program
+    import pyseccomp as seccomp  # pyright: ignore[reportMissingTypeStubs] # the runner's side only: the sandbox receives the compiled program
 
     refuse = seccomp.ERRNO(errno.EPERM)
     rules = seccomp.SyscallFilter(seccomp.ALLOW)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -30,10 +31,10 @@ from .sandbox import Limits
 __all__ = [
     "Killable",
     "Supervised",
+    "confined_launch",
     "descendants",
     "forget",
     "kill_all_supervised",
-    "confined_launch",
     "launcher_argv",
     "probe_limits",
     "signal_group",
@@ -76,6 +77,13 @@ def confined_launch(
 ) -> Launch:
     """``argv`` run in the sandbox (or, at the process level, under ``limits`` alone) through the launcher."""
     program = launcher_argv(limits, argv, env)
+    # The program and the files it is handed by absolute path (a server script) are seen read-only.
+    named = tuple(
+        Path(arg)
+        for arg in program[5:]
+        if os.path.isabs(arg) and os.path.isfile(arg) and not confinement.covers(arg)
+    )
+    view = dataclasses.replace(view, read=(*view.read, *named))
     program[3] = confinement.spec(limits, view)
     return confinement.launch(program, limits, view)
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from tolokaforge.core.providers import Handshake, HandshakeError, is_handshake_line, parse_handshake
 
-from ..process.sandbox import Limits
 from ..process.confinement import Confinement, View
+from ..process.sandbox import Limits
 from ..process.supervisor import Supervised, confined_launch
 
 __all__ = ["ChildProcess"]

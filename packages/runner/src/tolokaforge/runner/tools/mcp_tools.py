@@ -42,8 +42,8 @@ from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.models import ToolDescription, ToolSource
 from tolokaforge.core.tools_interface import GET_STATE_TOOL, SET_STATE_TOOL, STATE_TOOLS
 
-from ..process.confinement import Launch
 from ..errors import ToolFailure, ToolLoadError
+from ..process.confinement import Launch
 from .mcp_stdio import UNREADABLE_REPLY, StdioServer
 from .remote import CallInfo, CallNotDelivered, OperationSpec, Reply, ReplyError
 

@@ -49,6 +49,10 @@ __all__ = ["ProviderSource"]
 
 HANDSHAKE_DEADLINE_S = 15.0
 _SETUP_RPC_TIMEOUT_S = 10.0
+"""Describe, GetSchema and Configure only: an Invoke's deadline is its call's budget."""
+_INVOKE_DEADLINE_GRACE_S = 2.0
+"""How long past the budget the Invoke's own gRPC deadline falls: the kernel's budget always fires first
+(and answers timeout); the gRPC deadline is the provider's notice and a backstop."""
 _KINDS: dict[ToolKind, OperationKind] = {
     ToolKind.RESOURCE: "resource",
     ToolKind.DATA_SOURCE: "data_source",
@@ -117,10 +121,17 @@ class ProviderSource:
         reply = Reply()
         terminal = False
         try:
-            async for event in stub.invoke(request):
+            # An explicit deadline: the stub's default is the setup RPCs' 10 s, which would end any
+            # longer call as a dead transport.
+            deadline = call.timeout_seconds + _INVOKE_DEADLINE_GRACE_S
+            async for event in stub.invoke(request, timeout=deadline):
                 if terminal:
                     raise _violation(self.name, operation, "an event followed the terminal event")
                 terminal = _collect(reply, event)
+        except TimeoutError:
+            # A deadline, not a dead process: the kernel answers timeout and recycles the provider.
+            # (TimeoutError is an OSError, which the transport clause below would call a crash.)
+            raise
         except grpclib.GRPCError as error:
             if error.status == Status.UNAVAILABLE or self._exited():
                 raise await self._crashed(operation, f"gRPC {error.status.name}: {error.message}") from error
@@ -256,7 +267,7 @@ class ProviderSource:
 def _collect(reply: Reply, event: Any) -> bool:
     """Add one Invoke event to ``reply``; True when it was the terminal one."""
     if event.output_chunk is not None:
-        reply.chunks.append((int(event.output_chunk.stream), bytes(event.output_chunk.data)))
+        reply.add_chunk(int(event.output_chunk.stream), bytes(event.output_chunk.data))
     elif event.progress is not None:
         reply.progress_events += 1
     elif event.exit_status is not None:
@@ -271,8 +282,14 @@ def _collect(reply: Reply, event: Any) -> bool:
         reply.error = _reply_error(
             event.error.category, event.error.message, event.error.retryable, event.error.details_json
         )
+        if _REPORTED_OUTPUT & reply.error.details.keys():
+            reply.forget_chunk_bytes()
         return True
     return False
+
+
+_REPORTED_OUTPUT = frozenset({"stdout", "stderr"})
+"""Error details that carry the operation's output themselves: its streamed copy is not kept twice."""
 
 
 def _reply_error(category: ToolErrorCategory, message: str, retryable: bool, details_json: str) -> ReplyError:

@@ -13,6 +13,7 @@ everything the child said is returned as a :class:`Reply`.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -25,6 +26,7 @@ from tolokaforge.core.models import ToolDescription
 from .arguments import ArgumentCheck
 
 __all__ = [
+    "STREAM_TAIL_BYTES",
     "CallInfo",
     "CallNotDelivered",
     "OperationSpec",
@@ -33,6 +35,9 @@ __all__ = [
     "ReplyError",
     "ToolSourceSession",
 ]
+
+STREAM_TAIL_BYTES = 64 * 1024
+"""The most of a call's streamed output a Reply keeps (its tail): a chatty command costs bounded memory."""
 
 OperationKind = Literal["resource", "data_source", "interactive"]
 
@@ -88,9 +93,35 @@ class Reply:
     error: ReplyError | None = None
     exit_code: int | None = None
     exit_signal: int = 0
-    chunks: list[tuple[int, bytes]] = field(default_factory=lambda: [])
+    chunks: deque[tuple[int, bytes]] = field(default_factory=lambda: deque[tuple[int, bytes]]())
+    """The tail of the streamed output chunks, (stream, data), at most :data:`STREAM_TAIL_BYTES` in all.
+
+    Only a failure reads their bytes (as its output tail); the result or error itself is the record.
+    """
     progress_events: int = 0
     partial_mutations: str = ""
+    chunk_bytes: int = 0
+    """The bytes :attr:`chunks` holds now."""
+
+    def add_chunk(self, stream: int, data: bytes) -> None:
+        if not data and self.chunks:
+            return  # nothing to keep: that chunks came is already known
+        data = data[-STREAM_TAIL_BYTES:]
+        self.chunks.append((stream, data))
+        self.chunk_bytes += len(data)
+        while self.chunk_bytes > STREAM_TAIL_BYTES:
+            first_stream, first = self.chunks.popleft()
+            excess = self.chunk_bytes - STREAM_TAIL_BYTES
+            if len(first) > excess:
+                self.chunks.appendleft((first_stream, first[excess:]))
+                self.chunk_bytes -= excess
+            else:
+                self.chunk_bytes -= len(first)
+
+    def forget_chunk_bytes(self) -> None:
+        """The terminal event carries the output: keep that chunks came (reactions judge it), not their bytes."""
+        self.chunks = deque({stream: b"" for stream, _ in self.chunks}.items())
+        self.chunk_bytes = 0
 
 
 class ToolSourceSession(Protocol):

@@ -14,9 +14,9 @@ from pathlib import Path
 from tolokaforge.core.models import ToolServer
 
 from ..errors import ToolLoadError
-from ..process.sandbox import Limits, scrubbed_env
 from ..process.cgroups import TrialCgroup
 from ..process.confinement import Confinement, View
+from ..process.sandbox import Limits, scrubbed_env
 from ..process.supervisor import confined_launch
 from .base import ToolRegistry, compile_parameters
 from .mcp_tools import McpSource

@@ -132,7 +132,13 @@ class ToolWorker:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         confinement = confinement or Confinement.process()
         view = View(cwd=workspace, write=(workspace,), read=(code.root,), cgroup=cgroup)
-        argv = [sys.executable, "-I", "-m", "tolokaforge.runner.workers.child", confinement.spec(limits, view)]
+        argv = [
+            sys.executable,
+            "-I",
+            "-m",
+            "tolokaforge.runner.workers.child",
+            confinement.spec(limits, view),
+        ]
         with log_path.open("ab") as log_file:
             spawned = await Supervised.spawn_launch(
                 confinement.launch(argv, limits, view),

@@ -34,7 +34,7 @@ from ..process.cgroups import TrialCgroup
 from ..process.confinement import Confinement, View
 from ..process.forked import ForkedChild
 from ..process.sandbox import Limits, scrubbed_env
-from ..process.supervisor import Supervised
+from ..process.supervisor import Supervised, descendants
 from .code import STARTUP_DEADLINE_S, WorkerBase, WorkerCode
 
 __all__ = ["IDLE_S", "Zygotes"]
@@ -102,7 +102,13 @@ class Zygote:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         view = View(cwd=directory, write=(directory, workspaces), read=(code.root, states))
-        argv = [sys.executable, "-I", "-m", "tolokaforge.runner.workers.zygote", confinement.spec(limits, view)]
+        argv = [
+            sys.executable,
+            "-I",
+            "-m",
+            "tolokaforge.runner.workers.zygote",
+            confinement.spec(limits, view),
+        ]
         try:
             with log_path.open("ab") as log_file:
                 process = await Supervised.spawn_launch(
@@ -144,7 +150,7 @@ class Zygote:
             if "why" in ready:
                 raise Unforkable(str(ready["why"]))
             raise ZygoteGone(f"the zygote exited while starting (exit status {status}; log: {log_path})")
-        return cls(key, process, ours, int(ready["pid"]))
+        return cls(key, process, ours, _host_pid(process.pid, int(ready["pid"])))
 
     @property
     def alive(self) -> bool:
@@ -424,6 +430,19 @@ class Zygotes:
                 if idle or not zygote.alive:
                     self._zygotes.pop(zygote.key, None)
                     await zygote.stop()
+
+
+def _host_pid(launched: int, inner: int) -> int:
+    """The zygote's pid as the runner sees it: ``inner`` is its pid in its own namespace (bubblewrap's)."""
+    for proc in [launched, *(child.pid for child in descendants(launched))]:
+        try:
+            with open(f"/proc/{proc}/status") as status:
+                for line in status:
+                    if line.startswith("NSpid:") and int(line.split()[-1]) == inner:
+                        return proc
+        except (OSError, ValueError):
+            continue
+    return inner
 
 
 def code_modules(code: WorkerCode) -> list[str]:

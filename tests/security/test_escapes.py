@@ -393,5 +393,3 @@ result = outcome
     )
     for name, (value, errno) in seen.items():
         assert value == -1 and errno == 1, (name, value, errno)
-
-

@@ -56,6 +56,7 @@ def test_run_finishes_with_a_summary_when_a_tool_kills_its_process(
     assert summary["trials"] == 3, summary
     assert summary["pass_rate"] == 0.0  # the golden path needs the tool that misbehaves
     adapters = yaml.safe_load((output / "run.yaml").read_text())["runner"]["tool_adapters"]
-    assert "isolation:process" in adapters  # the run manifest says what confined the pack's code
+    assert "isolation:sandbox" in adapters  # the run manifest says what confined the pack's code
+    assert any(item.startswith("sandbox:seccomp=") for item in adapters)
     assert any(item.startswith("limit:network=") for item in adapters)
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before

@@ -332,3 +332,48 @@ def no_tool_process_leaked() -> Iterator[None]:
     yield
     left = tool_processes()
     assert not left, f"processes left behind: {[(p.pid, p.cmdline()) for p in left]}"
+
+
+def pid_namespace(pid: int) -> str:
+    """The pid namespace the tools of the worker ``pid`` live in: the first one below ``pid`` that is
+    not this process's (bubblewrap's, for a spawned sandboxed worker), else ``pid``'s own."""
+    ours = os.readlink("/proc/self/ns/pid")
+    for proc in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
+        with contextlib.suppress(OSError, psutil.Error):
+            namespace = os.readlink(f"/proc/{proc.pid}/ns/pid")
+            if namespace != ours:
+                return namespace
+    return os.readlink(f"/proc/{pid}/ns/pid")
+
+
+def outer_pid(namespace: str, inner: int) -> int | None:
+    """The pid this process sees for the process a sandboxed tool reported as ``inner`` (its own
+    namespace's number); None when no such process lives."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{entry}/ns/pid") != namespace:
+                continue
+            with open(f"/proc/{entry}/status") as status:
+                for line in status:
+                    if line.startswith("NSpid:") and int(line.split()[-1]) == inner:
+                        return int(entry)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def server_pid(runner: RunnerHandle, trial_id: str) -> int:
+    """The pid, as this process sees it, of the (first) tool server the trial's runner started."""
+    sources = runner.servicer.registry.get(trial_id).sources
+    pid: int | None = getattr(sources[0], "pid", None)  # MCP and provider sources both say it
+    assert pid is not None, "the server is not running"
+    return pid
+
+
+def server_outer_pid(runner: RunnerHandle, trial_id: str, inner: int) -> int:
+    """The pid this process sees for a process the trial's server reported as ``inner``."""
+    found = outer_pid(pid_namespace(server_pid(runner, trial_id)), inner)
+    assert found is not None, f"no process {inner} in the server's namespace"
+    return found

@@ -29,7 +29,7 @@ from tolokaforge.contracts.tool import ToolError, ToolErrorCategory
 from tolokaforge.runner import RunnerHandle, RunnerSettings, start_runner
 from tolokaforge.runner.executor import MAX_BUDGET_S, clamp_budget
 
-from .conftest import FIXTURES, make_spec, register_request
+from .conftest import FIXTURES, make_spec, outer_pid, pid_namespace, register_request
 
 STRING = {"type": "string"}
 
@@ -195,11 +195,17 @@ async def test_a_cancelled_call_never_answers_the_next_one(trials: Trials) -> No
     assert await trials.notes("cancel:0") == []
 
 
-async def test_children_a_tool_forks_die_with_its_trial(trials: Trials, stub: RunnerServiceStub) -> None:
+async def test_children_a_tool_forks_die_with_its_trial(
+    trials: Trials, stub: RunnerServiceStub, runner: RunnerHandle
+) -> None:
     await trials.register("fork:0")
+    namespace = pid_namespace(_worker_pids(runner, "fork:0")[0])
     response = await trials.call("fork:0", "fork_linger")
     assert response.status == ExecutionStatus.SUCCESS, response.error_message
-    child = psutil.Process(int(response.output))
+    # The tool names its child in the sandbox's pid namespace.
+    found = outer_pid(namespace, int(response.output))
+    assert found is not None
+    child = psutil.Process(found)
     assert child.is_running()
     assert (await trials.call("fork:0", "echo", text="next")).output == "next"
     assert (await stub.cleanup_trial(CleanupTrialRequest(trial_id="fork:0"))).success
@@ -335,14 +341,8 @@ async def test_trusted_mode_survives_base_exceptions(trusted: tuple[RunnerHandle
 
 async def test_health_says_what_holds_before_any_trial(stub: RunnerServiceStub) -> None:
     adapters = (await stub.health_check(HealthCheckRequest())).available_adapters
-    assert "isolation:process" in adapters
+    assert "isolation:sandbox" in adapters
     network = [a for a in adapters if a.startswith("limit:network=")]
-    assert (
-        len(network) == 1
-        and network[0]
-        in (
-            "limit:network=namespace",
-            "limit:network=user+network namespace",
-        )
-    ) or network[0].startswith("limit:network=unavailable (")
+    assert network == ["limit:network=namespace (bubblewrap)"]
+    assert "sandbox:uid=65534" in adapters or os.geteuid() != 0
     assert any(a.startswith("limit:address_space=") for a in adapters)

@@ -240,7 +240,7 @@ async def test_health_check(
         "tau_sync",
         "mcp",
         "provider",
-        "isolation:process",
+        "isolation:sandbox",
     ]
     # What holds on this machine, as the trial's worker found it: every limit is named.
     limits = {a.split("=")[0] for a in health.available_adapters if a.startswith("limit:")}

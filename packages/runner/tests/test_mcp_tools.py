@@ -22,7 +22,7 @@ from tolokaforge.contracts.runner import (
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.runner import RunnerHandle
 
-from .conftest import fixture_server, register_request, tool_processes
+from .conftest import fixture_server, register_request, server_pid, tool_processes
 
 CallTool = Callable[..., Awaitable[ExecuteToolResponse]]
 SpecWith = Callable[..., dict[str, Any]]
@@ -56,27 +56,29 @@ async def test_outcomes_are_classified(
 
 
 async def test_a_crashing_server_is_process_crashed_and_restarted(
-    stub: RunnerServiceStub, server_spec: SpecWith, call_tool: CallTool
+    runner: RunnerHandle, stub: RunnerServiceStub, server_spec: SpecWith, call_tool: CallTool
 ) -> None:
     await _start(stub, server_spec, "mcp_crash:0")
-    before = (await call_tool("mcp_crash:0", "pid", {}, "c0")).output
+    assert (await call_tool("mcp_crash:0", "pid", {}, "c0")).status == ExecutionStatus.SUCCESS
+    before = server_pid(runner, "mcp_crash:0")
     crashed = await call_tool("mcp_crash:0", "crash", {}, "c1")
     assert crashed.status == ExecutionStatus.ERROR
     assert crashed.tool_error is not None and crashed.tool_error.category == ToolErrorCategory.PROCESS_CRASHED
     after = await call_tool("mcp_crash:0", "pid", {}, "c2")
-    assert after.status == ExecutionStatus.SUCCESS and after.output != before
+    assert after.status == ExecutionStatus.SUCCESS and server_pid(runner, "mcp_crash:0") != before
 
 
 async def test_a_call_past_its_budget_times_out_and_the_server_is_rebuilt(
-    stub: RunnerServiceStub, server_spec: SpecWith, call_tool: CallTool
+    runner: RunnerHandle, stub: RunnerServiceStub, server_spec: SpecWith, call_tool: CallTool
 ) -> None:
     await _start(stub, server_spec, "mcp_hang:0", timeout_s=1.0)
-    before = (await call_tool("mcp_hang:0", "pid", {}, "c0")).output
+    assert (await call_tool("mcp_hang:0", "pid", {}, "c0")).status == ExecutionStatus.SUCCESS
+    before = server_pid(runner, "mcp_hang:0")
     hung = await call_tool("mcp_hang:0", "hang", {}, "c1")
     assert hung.status == ExecutionStatus.TIMEOUT
     assert hung.tool_error is not None and hung.tool_error.category == ToolErrorCategory.TIMEOUT
     after = await call_tool("mcp_hang:0", "pid", {}, "c2")
-    assert after.status == ExecutionStatus.SUCCESS and after.output != before
+    assert after.status == ExecutionStatus.SUCCESS and server_pid(runner, "mcp_hang:0") != before
 
 
 async def test_writes_through_the_db_service_reach_the_mirror_and_reset_undoes_them(

@@ -28,9 +28,9 @@ from tolokaforge.contracts.runner import (
     RunnerServiceStub,
 )
 from tolokaforge.contracts.tool import ToolErrorCategory
-from tolokaforge.runner import RunnerSettings, start_runner
+from tolokaforge.runner import RunnerHandle, RunnerSettings, start_runner
 
-from .conftest import FIXTURES, fixture_server, make_spec, register_request
+from .conftest import FIXTURES, fixture_server, make_spec, register_request, server_outer_pid, server_pid
 
 BUDGET_S = 1.0
 """The budget of every misbehaving call; a timeout must answer before BUDGET_S + 0.5 s."""
@@ -217,7 +217,7 @@ async def test_a_successful_server_call_is_kept(client: Client, syncing: bool) -
     [("mcp_server.py", "mcp", "spawn"), ("provider.py", "provider", "spawn")],
 )
 async def test_cleanup_leaves_no_descendant_of_a_server(
-    client: Client, script: str, protocol: str, spawn: str
+    client: Client, runner: RunnerHandle, script: str, protocol: str, spawn: str
 ) -> None:
     trial_id = f"rule_tree_{protocol}:0"
     await client.register(trial_id, _server_spec(fixture_server("srv", protocol, script)))
@@ -226,7 +226,8 @@ async def test_cleanup_leaves_no_descendant_of_a_server(
     text = response.output
     if protocol == "provider":
         text = json.loads(text)["value"]
-    pids = [int(pid) for pid in text.split(",")]
+    # The server names them in its sandbox's pid namespace.
+    pids = [server_outer_pid(runner, trial_id, int(pid)) for pid in text.split(",")]
     grandchildren = [psutil.Process(pid) for pid in pids]
     assert all(child.is_running() for child in grandchildren)
     assert (await client.stub.cleanup_trial(CleanupTrialRequest(trial_id=trial_id))).success
@@ -235,12 +236,14 @@ async def test_cleanup_leaves_no_descendant_of_a_server(
     assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
 
 
-async def test_a_daemon_holding_a_servers_pipes_delays_no_answer(client: Client) -> None:
+async def test_a_daemon_holding_a_servers_pipes_delays_no_answer(
+    client: Client, runner: RunnerHandle
+) -> None:
     trial_id = "rule_daemon:0"
     await client.register(trial_id, _server_spec(fixture_server("shop", "mcp", "mcp_server.py")))
     forked = await client.call(trial_id, "daemonize", {})
     assert forked.status == ExecutionStatus.SUCCESS, forked.error_message
-    daemon = psutil.Process(int(forked.output))
+    daemon = psutil.Process(server_outer_pid(runner, trial_id, int(forked.output)))
     before = await client.full_hash(trial_id)
     started = time.perf_counter()
     response = await client.call(trial_id, "misbehave", {"how": "hang"}, timeout=BUDGET_S)
@@ -255,18 +258,18 @@ async def test_a_daemon_holding_a_servers_pipes_delays_no_answer(client: Client)
 
 @pytest.mark.parametrize("how", ["reply_then_exit", "reply_then_exit_later"])
 async def test_a_server_that_exits_after_replying_is_restarted_for_the_next_call(
-    client: Client, how: str
+    client: Client, runner: RunnerHandle, how: str
 ) -> None:
     trial_id = f"rule_exit_{how}:0"
     await client.register(trial_id, _server_spec(fixture_server("shop", "mcp", "mcp_server.py")))
-    pids: set[str] = set()
+    pids: set[int] = set()
     for _ in range(3):
         replied = await client.call(trial_id, "misbehave", {"how": how})
         assert replied.status == ExecutionStatus.SUCCESS, replied.error_message
         # The next call never reached the server that exited: it runs on a fresh one, not blamed.
         answered = await client.call(trial_id, "pid", {})
         assert answered.status == ExecutionStatus.SUCCESS, answered.error_message
-        pids.add(answered.output)
+        pids.add(server_pid(runner, trial_id))
     assert len(pids) == 3
     assert (await client.tables(trial_id))["wallet"]["me"] == {"balance": 0}
 

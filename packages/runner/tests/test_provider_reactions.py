@@ -15,7 +15,7 @@ from tolokaforge.contracts.runner import ExecuteToolResponse, ExecutionStatus, R
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.runner import RunnerHandle
 
-from .conftest import fixture_server, register_request
+from .conftest import fixture_server, register_request, server_pid
 
 CallTool = Callable[..., Awaitable[ExecuteToolResponse]]
 SpecWith = Callable[..., dict[str, Any]]
@@ -51,7 +51,7 @@ async def test_a_provider_exiting_mid_invoke_is_process_crashed_and_restarted(
     runner: RunnerHandle, stub: RunnerServiceStub, server_spec: SpecWith, call_tool: CallTool
 ) -> None:
     await _start(stub, server_spec, "prov_crash:0")
-    before = int(json.loads((await call_tool("prov_crash:0", "pid", {}, "c0")).output)["value"])
+    before = await _pid(runner, call_tool, "prov_crash:0", "c0")
     response = await call_tool("prov_crash:0", "crash", {}, "c1")
     assert response.status == ExecutionStatus.ERROR
     assert response.tool_error is not None
@@ -61,20 +61,20 @@ async def test_a_provider_exiting_mid_invoke_is_process_crashed_and_restarted(
     record = runner.servicer.registry.get("prov_crash:0").history[-1]
     assert record.error_category == "process_crashed"
     # The next call runs on a fresh process.
-    after = int(json.loads((await call_tool("prov_crash:0", "pid", {}, "c2")).output)["value"])
+    after = await _pid(runner, call_tool, "prov_crash:0", "c2")
     assert after != before and not psutil.pid_exists(before)
 
 
 async def test_a_hanging_provider_times_out_and_is_replaced(
-    stub: RunnerServiceStub, server_spec: SpecWith, call_tool: CallTool
+    runner: RunnerHandle, stub: RunnerServiceStub, server_spec: SpecWith, call_tool: CallTool
 ) -> None:
     await _start(stub, server_spec, "prov_hang:0", timeout_s=1.0)
-    before = int(json.loads((await call_tool("prov_hang:0", "pid", {}, "c0")).output)["value"])
+    before = await _pid(runner, call_tool, "prov_hang:0", "c0")
     response = await call_tool("prov_hang:0", "hang", {}, "c1")
     assert response.status == ExecutionStatus.TIMEOUT
     assert response.tool_error is not None and response.tool_error.category == ToolErrorCategory.TIMEOUT
     assert not psutil.pid_exists(before)  # killed at the timeout, not at the next call
-    after = int(json.loads((await call_tool("prov_hang:0", "pid", {}, "c2")).output)["value"])
+    after = await _pid(runner, call_tool, "prov_hang:0", "c2")
     assert after != before
 
 
@@ -169,10 +169,17 @@ async def test_cleanup_stops_the_provider(
     from tolokaforge.contracts.runner import CleanupTrialRequest
 
     await _start(stub, server_spec, "prov_cleanup:0", "--chatty")
-    pid = int(json.loads((await call_tool("prov_cleanup:0", "pid", {}, "c0")).output)["value"])
+    pid = await _pid(runner, call_tool, "prov_cleanup:0", "c0")
     for index in range(200):  # a provider logging 2 kB per call never blocks on its stderr pipe
         assert (
             await call_tool("prov_cleanup:0", "echo", {"text": "x"}, f"c{index + 1}")
         ).status == ExecutionStatus.SUCCESS
     assert (await stub.cleanup_trial(CleanupTrialRequest(trial_id="prov_cleanup:0"))).success
     assert not psutil.pid_exists(pid)
+
+
+async def _pid(runner: RunnerHandle, call_tool: CallTool, trial_id: str, call_id: str) -> int:
+    """The provider's pid as the runner sees it, once it answered a call (its own pid is its sandbox's)."""
+    answered = await call_tool(trial_id, "pid", {}, call_id)
+    assert answered.status == ExecutionStatus.SUCCESS, answered.error_message
+    return server_pid(runner, trial_id)

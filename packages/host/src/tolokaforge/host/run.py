@@ -46,7 +46,7 @@ class RunSettings:
     concurrency: int = 4
     runner: str | None = None
     """``host:port`` of a running runner; None starts the embedded one."""
-    isolation: Literal["sandbox", "process", "thread"] = "process"
+    isolation: Literal["sandbox", "process", "thread"] = "sandbox"
     """How the embedded runner runs python tools (docs/isolation.md); a remote runner decides for itself."""
     sandbox_without: tuple[str, ...] = ()
     """Sandbox layers the user accepts running without (``--without``)."""

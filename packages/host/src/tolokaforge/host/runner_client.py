@@ -299,7 +299,7 @@ async def open_runner(
     address: str | None,
     *,
     transport_budget_s: float = 30.0,
-    isolation: Literal["sandbox", "process", "thread"] = "process",
+    isolation: Literal["sandbox", "process", "thread"] = "sandbox",
     golden_replay: Literal["task", "trial"] = "task",
     serve: bool = False,
     sandbox_without: Sequence[str] = (),

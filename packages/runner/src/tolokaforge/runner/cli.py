@@ -69,7 +69,7 @@ class RunnerOptions(BaseModel):
         description="concurrent calls one connection may have open",
     )
     isolation: Literal["sandbox", "process", "thread"] = Field(
-        "process",
+        "sandbox",
         description="sandbox: pack code in supervised processes inside the OS sandbox (bubblewrap, seccomp, "
         "Landlock, a cgroup per trial; docs/isolation.md); process: the same processes without the sandbox; "
         "thread: trusted mode, in this process, only for code you trust",

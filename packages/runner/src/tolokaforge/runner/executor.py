@@ -31,7 +31,7 @@ from tolokaforge.db import DBServiceError, StoreUnreachableError
 from .errors import ToolFailure, checked_text
 from .isolated import IsolatedRunner
 from .process.confinement import Confinement
-from .process.sandbox import Limits
+from .process.sandbox import LIMIT_NAMES, Limits
 from .reactions import KeyedLocks, RemoteOutcome, run_remote
 from .state.mirror import SetAside
 from .tools import Tool
@@ -124,10 +124,12 @@ class ToolExecutor:
             adapters = ["isolation:thread"] + ([f"abandoned_tool_threads:{abandoned}"] if abandoned else [])
             return abandoned == 0, adapters
         report = await self.isolated.report()
-        layers = [f"sandbox:{name}={value}" for name, value in sorted(self.confinement.report.items())]
-        return True, [f"isolation:{self.confinement.level}", *layers] + [
-            f"limit:{name}={value}" for name, value in sorted(report.items())
-        ]
+        # What the sandbox is made of here, then what a worker got: its limits, and (sandboxed) its
+        # uid and Landlock domain as the worker itself found them.
+        layers = {**self.confinement.report, **{k: v for k, v in report.items() if k not in LIMIT_NAMES}}
+        return True, [f"isolation:{self.confinement.level}"] + [
+            f"sandbox:{name}={value}" for name, value in sorted(layers.items())
+        ] + [f"limit:{name}={value}" for name, value in sorted(report.items()) if name in LIMIT_NAMES]
 
     async def call(
         self,

@@ -41,7 +41,7 @@ class RunnerSettings:
     max_tool_threads: int = 64
     work_dir: Path | None = None
     """Scratch for workspaces, logs and code bundles; None: a new directory, removed at close (scratch.py)."""
-    isolation: Isolation = "process"
+    isolation: Isolation = "sandbox"
     """``sandbox``: python tools, tool servers and custom checks run in supervised
     processes inside the OS sandbox (docs/isolation.md); ``process`` (today's default, until every
     tool-source path is sandboxed): the same processes without it; ``thread``: trusted mode, python tools in this process."""

@@ -90,7 +90,7 @@ __all__ = ["LLMOptions", "judge_model_config", "run_command"]
 @option(
     "--isolation",
     type=click.Choice(["sandbox", "process", "thread"]),
-    default="process",
+    default="sandbox",
     help="How the embedded runner confines pack code: in the OS sandbox (bubblewrap, seccomp, Landlock, a "
     "cgroup per trial; docs/isolation.md), in supervised processes without it (weaker, for machines "
     "without the sandbox), or (trusted mode, only for code you trust) on the runner's own threads.",

@@ -71,7 +71,7 @@ class RayPool:
         concurrency: int,
         trial_settings: TrialSettings,
         transport_budget_s: float,
-        isolation: Isolation = "process",
+        isolation: Isolation = "sandbox",
         golden_replay: GoldenReplay = "task",
     ) -> None:
         self.settings = settings
@@ -223,7 +223,7 @@ async def ray_pool(
     trial_settings: TrialSettings,
     transport_budget_s: float,
     preflight_budget_s: float,
-    isolation: Isolation = "process",
+    isolation: Isolation = "sandbox",
     golden_replay: GoldenReplay = "task",
 ) -> AsyncGenerator[RayPool]:
     """Connected, workers started and health-checked; every worker killed on the way out."""

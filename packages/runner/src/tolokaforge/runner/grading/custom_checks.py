@@ -122,8 +122,9 @@ async def _run_suite(
         if not folder.is_relative_to(root) or not folder.is_dir():
             raise _SuiteError(f"relative_imports: {relative!r} is not a folder inside the task's code")
         search.append(str(folder))
-    env = scrubbed_env({}, home=str(code_root))
-    # Sandboxed, the checks see the task's code read-only and a private /tmp: the evidence comes on stdin.
+    # Sandboxed, the checks see the task's code read-only, and their HOME is the sandbox's private /tmp;
+    # the evidence comes on stdin.
+    env = scrubbed_env({}, home="/tmp" if confinement.sandboxed else str(code_root))
     view = View(cwd=root, read=(root,), cgroup=cgroup)
     child = await Supervised.spawn_launch(
         confined_launch(confinement, limits, [sys.executable, "-I", "-m", HARNESS_MODULE], env, view),

@@ -8,7 +8,7 @@ double-forked daemon included.
 Both hierarchies are spoken: cgroup v2 where the unified hierarchy carries the memory and pids
 controllers, else the v1 controllers (``memory``, ``pids``, ``cpu``) mounted one per directory, as on
 machines whose container runtime predates v2. The runner's tree lives under its own cgroup
-(``tolokaforge-<pid>``), so it nests inside whatever confines the runner, and is removed at close.
+(``tolokaforge-<pid>-<random>``), so it nests inside whatever confines the runner, and is removed at close.
 Writing a cgroup needs root or a delegated subtree: where neither holds, :func:`detect` says why.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import time
 from pathlib import Path
@@ -130,7 +131,7 @@ class CgroupTree:
 def detect() -> tuple[CgroupTree | None, str]:
     """The runner's cgroup tree (created now), or None and why not; the second value says what holds."""
     own = _own_cgroups()
-    name = f"tolokaforge-{os.getpid()}"
+    name = f"tolokaforge-{os.getpid()}-{secrets.token_hex(4)}"  # several runners may share a process
     unified = _ROOT / "cgroup.controllers"
     if unified.exists():
         controllers = unified.read_text().split()

@@ -98,6 +98,8 @@ class Launch:
 
     argv: tuple[str, ...]
     seccomp_file: Path | None = None
+    sandboxed: bool = False
+    """Started through bubblewrap (its exit code says 128 + N for a death by signal N)."""
 
     @contextlib.contextmanager
     def opened(self) -> Generator[tuple[list[str], tuple[int, ...]]]:
@@ -159,8 +161,8 @@ class Confinement:
             report["bubblewrap"] = _probe_bwrap(bwrap)
         if not report["bubblewrap"].startswith("ok"):
             raise SandboxUnavailable(
-                f"the sandbox needs bubblewrap: {report['bubblewrap']}. Install it, or choose the weaker "
-                "level explicitly with --isolation process (TOLOKAFORGE_ISOLATION=process)"
+                f"the sandbox needs bubblewrap: {report['bubblewrap']}. Install it (Debian: apt install "
+                "bubblewrap), or choose the weaker level explicitly with --isolation process"
             )
         seccomp_file: Path | None = None
         if "seccomp" in skipped:
@@ -198,9 +200,7 @@ class Confinement:
                 + "; ".join(f"{name}: {report[name]}" for name in missing)
                 + ". Accept it explicitly with "
                 + " ".join(f"--without {name}" for name in missing)
-                + " (TOLOKAFORGE_SANDBOX_WITHOUT="
-                + ",".join(missing)
-                + "), or choose --isolation process"
+                + ", or choose --isolation process"
             )
         report["uid"] = (
             str(SANDBOX_UID) if os.geteuid() == 0 else f"{os.geteuid()} (the runner's; a user namespace)"
@@ -300,7 +300,7 @@ class Confinement:
             # Joined before bubblewrap forks: every process of the sandbox is born in the trial's cgroup.
             joins = " ".join(f'echo $$ > "{procs}" &&' for procs in view.cgroup.procs_files)
             command = ["/bin/sh", "-c", f'{joins} exec "$@"', "sh", *command]
-        return Launch(tuple(command), self.seccomp_file)
+        return Launch(tuple(command), self.seccomp_file, sandboxed=True)
 
 
 def _probe_bwrap(bwrap: str) -> str:
@@ -352,25 +352,42 @@ def _is_system(path: str) -> bool:
 
 
 def _system_paths() -> list[str]:
-    """What sandboxed python needs to read: the system, the interpreter, the venv and our own sources.
+    """What sandboxed python needs to read: the system, the interpreter, the venv and installed sources.
 
-    Our packages may be editable installs (their sources outside site-packages): each ``tolokaforge``
-    package directory's parent is bound too. Nothing else of the runner's checkout is.
+    Packages installed in development mode (ours, in this checkout) live outside site-packages, named
+    by ``.pth`` files there: each directory they name is bound too. Nothing else of the checkout is.
     """
-    import tolokaforge.runner
-
-    paths = [*(path for path in _SYSTEM if os.path.isdir(path) and not os.path.islink(path))]
-    prefixes = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), sys.base_prefix, sys.prefix}
+    paths = [path for path in _SYSTEM if os.path.isdir(path) and not os.path.islink(path)]
     executable = os.path.realpath(sys.executable)
-    prefixes.add(os.path.dirname(os.path.dirname(executable)))
-    paths.extend(sorted(prefix for prefix in prefixes if not _is_system(prefix)))
-    namespace = sys.modules["tolokaforge"]
-    for package in [*getattr(namespace, "__path__", []), *tolokaforge.runner.__path__]:
-        source = os.path.dirname(os.path.realpath(package))
-        if not any(source == p or source.startswith(p + "/") for p in paths):
-            paths.append(source)
-    for entry in sys.path:
-        real = os.path.realpath(entry) if entry else ""
-        if real.endswith("site-packages") and not any(real == p or real.startswith(p + "/") for p in paths):
-            paths.append(real)
-    return sorted(set(paths))
+    prefixes = {
+        os.path.realpath(sys.base_prefix),
+        os.path.realpath(sys.prefix),
+        sys.base_prefix,
+        sys.prefix,
+        os.path.dirname(os.path.dirname(executable)),
+    }
+    paths.extend(prefix for prefix in prefixes if not _is_system(prefix))
+    sites = {os.path.realpath(entry) for entry in sys.path if entry.endswith("site-packages")}
+    for site in sorted(sites):
+        paths.append(site)
+        with contextlib.suppress(OSError):
+            for name in os.listdir(site):
+                if name.endswith(".pth"):
+                    paths.extend(_pth_directories(os.path.join(site, name)))
+    kept: list[str] = []
+    for path in sorted(set(paths), key=len):
+        if not any(path == outer or path.startswith(outer + "/") for outer in kept):
+            kept.append(path)
+    return sorted(kept)
+
+
+def _pth_directories(pth: str) -> list[str]:
+    """The directories a ``.pth`` file adds to ``sys.path`` (its ``import`` lines are not paths)."""
+    found: list[str] = []
+    with contextlib.suppress(OSError, UnicodeDecodeError), open(pth, encoding="utf-8") as lines:
+        for line in lines:
+            entry = line.strip()
+            is_path = entry and not entry.startswith(("#", "import ", "import\t")) and os.path.isabs(entry)
+            if is_path and os.path.isdir(entry):
+                found.append(os.path.realpath(entry))
+    return found

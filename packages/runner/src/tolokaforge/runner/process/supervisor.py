@@ -53,6 +53,7 @@ class Killable(Protocol):
 
 _live: set[Killable] = set()
 _EXIT_POLL_S = 0.005
+_DESCENDANTS_GONE_S = 5.0
 _atexit_registered = False
 
 
@@ -131,8 +132,13 @@ async def probe_limits(limits: Limits, confinement: Confinement, scratch: Path) 
 class Supervised:
     """One supervised child (an ``asyncio.subprocess.Process`` in a session of its own)."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, *, sandboxed: bool = False) -> None:
         self.process = process
+        self.sandboxed = sandboxed
+        """Started through bubblewrap, which exits with 128 + N when the sandboxed program died of signal N."""
+        self._killed: list[psutil.Process] = []
+        """Descendants killed with the child: a sandboxed one's are not its children, so reaping it
+        does not wait for them; :meth:`reap` does."""
 
     @classmethod
     async def spawn_launch(
@@ -147,9 +153,11 @@ class Supervised:
     ) -> Supervised:
         """Spawn a command line the confinement built (process/confinement.py)."""
         with launch.opened() as (argv, fds):
-            return await cls.spawn(
+            child = await cls.spawn(
                 argv, cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr, pass_fds=fds
             )
+        child.sandboxed = launch.sandboxed
+        return child
 
     @classmethod
     async def spawn(
@@ -183,7 +191,11 @@ class Supervised:
 
     @property
     def returncode(self) -> int | None:
-        return self.process.returncode
+        """The exit code; a signal's death as ``-N`` (as asyncio reports it for a direct child)."""
+        code = self.process.returncode
+        if self.sandboxed and code is not None and 128 < code < 128 + 65:
+            return 128 - code
+        return code
 
     @property
     def exited(self) -> bool:
@@ -196,6 +208,7 @@ class Supervised:
         for proc in found:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
+        self._killed.extend(found)
 
     async def stop(self, grace_s: float = 0.0) -> int | None:
         """SIGTERM the group, wait up to ``grace_s``, then :meth:`kill` and reap; the exit code."""
@@ -212,11 +225,14 @@ class Supervised:
 
     async def reap(self, *, status: bool = True) -> int | None:
         """Wait for the (killed or exiting) child; forget it. Its end and its status are one wait here."""
-        code = await self.process.wait()
+        await self.process.wait()
         # The group may outlive its leader (a grandchild that ignored SIGTERM): kill it for good.
         signal_group(self.pid, signal.SIGKILL)
+        if self.sandboxed and self._killed:
+            killed, self._killed = self._killed, []
+            await _until_dead(killed, _DESCENDANTS_GONE_S)
         forget(self)
-        return code
+        return self.returncode
 
     async def reap_exit(self, deadline_s: float = 5.0) -> int | None:
         """:meth:`reap` without waiting for the child's pipes to close.
@@ -232,7 +248,23 @@ class Supervised:
         signal_group(self.pid, signal.SIGKILL)
         if self.process.returncode is not None:
             forget(self)
-        return self.process.returncode
+        return self.returncode
+
+
+async def _until_dead(procs: list[psutil.Process], deadline_s: float) -> None:
+    """Wait until every process in ``procs`` has ended (a zombie has: only its reaping is left)."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + deadline_s
+    pending = procs
+    while pending and loop.time() < until:
+        alive: list[psutil.Process] = []
+        for proc in pending:
+            with contextlib.suppress(psutil.Error):
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc)
+        pending = alive
+        if pending:
+            await asyncio.sleep(_EXIT_POLL_S)
 
 
 def kill_all_supervised() -> None:

@@ -87,7 +87,7 @@ class ChildProcess:
                     if not line:
                         await self.process.wait()
                         raise HandshakeError(
-                            f"the provider exited (code {self.process.returncode}) before its handshake; "
+                            f"the provider exited (code {self.child.returncode}) before its handshake; "
                             f"stderr: {self.stderr_tail()[-500:]!r}"
                         )
                     text = line.decode("utf-8", errors="replace").strip()

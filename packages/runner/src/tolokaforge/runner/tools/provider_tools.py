@@ -245,7 +245,7 @@ class ProviderSource:
                 await asyncio.wait_for(child.process.wait(), 0.5)
         details: dict[str, Any] = {"provider": self.name, "operation": operation, "cause": cause}
         if child is not None:
-            details["exit_code"] = child.process.returncode
+            details["exit_code"] = child.child.returncode
             details["stderr_tail"] = child.stderr_tail()[-2000:]
         await self._stop()
         return ToolFailure(
@@ -282,7 +282,7 @@ def _collect(reply: Reply, event: Any) -> bool:
         reply.error = _reply_error(
             event.error.category, event.error.message, event.error.retryable, event.error.details_json
         )
-        if _REPORTED_OUTPUT & reply.error.details.keys():
+        if not _REPORTED_OUTPUT.isdisjoint(reply.error.details):
             reply.forget_chunk_bytes()
         return True
     return False

@@ -1,7 +1,8 @@
 """Tolokaforge Runner: the RunnerService (trial lifecycle, tool execution, grading) on grpclib.
 
 Start one in this process with :func:`start_runner` (embedded mode, ephemeral loopback port), or as a
-service with the ``tolokaforge-runner`` command. :class:`ChildProcess` is the runner's supervised child
+service with the ``tolokaforge-runner`` command. :class:`Limits` and the sandbox (:class:`Confinement`,
+:class:`View`, :class:`SandboxUnavailable`) say how pack code is confined (docs/isolation.md). :class:`ChildProcess` is the runner's supervised child
 process (its own process group, drained pipes, the whole tree killed on stop), public for the pytest
 plugin's provider checks.
 
@@ -17,10 +18,23 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from .grpc_edge import EdgeLimits
+    from .process.confinement import Confinement, SandboxUnavailable, View
+    from .process.sandbox import Limits
     from .server import RunnerHandle, RunnerSettings, start_runner
     from .tools.child_process import ChildProcess
 
-__all__ = ["ChildProcess", "EdgeLimits", "RunnerHandle", "RunnerSettings", "__version__", "start_runner"]
+__all__ = [
+    "ChildProcess",
+    "Confinement",
+    "EdgeLimits",
+    "Limits",
+    "RunnerHandle",
+    "RunnerSettings",
+    "SandboxUnavailable",
+    "View",
+    "__version__",
+    "start_runner",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -32,6 +46,14 @@ def __getattr__(name: str) -> Any:
         from .grpc_edge import EdgeLimits
 
         return EdgeLimits
+    if name in ("Confinement", "SandboxUnavailable", "View"):
+        from .process import confinement
+
+        return getattr(confinement, name)
+    if name == "Limits":
+        from .process.sandbox import Limits
+
+        return Limits
     if name == "ChildProcess":
         from .tools.child_process import ChildProcess
 

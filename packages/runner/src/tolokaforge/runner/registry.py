@@ -200,7 +200,7 @@ class TrialRegistry:
                 await self.executor.release(trial)
             await _stop_sources(sources)
             if cgroup is not None:
-                await asyncio.to_thread(cgroup.remove)
+                await asyncio.to_thread(self.executor.confinement.release_cgroup, cgroup)
             if mirror is not None:
                 await self._forget_state(trial_id)
             shutil.rmtree(workspace, ignore_errors=True)
@@ -438,7 +438,7 @@ async def _end_processes(trial: TrialContext) -> None:
     """Kill every process still in the trial's cgroup (a daemon a tool double-forked) and remove it."""
     if trial.cgroup is not None:
         cgroup, trial.cgroup = trial.cgroup, None
-        await asyncio.to_thread(cgroup.remove)
+        await asyncio.to_thread(trial.confinement.release_cgroup, cgroup)
 
 
 async def _stop_sources(sources: list[ToolSourceSession]) -> None:

@@ -34,6 +34,8 @@ class TrialCgroup:
     def __init__(self, directories: list[Path], version: int) -> None:
         self.directories = directories
         self.version = version
+        self.key: tuple[int, int, int] = (0, 0, 0)
+        """The limits it was made with (memory, pids, CPU weight): a pooled cgroup serves only those."""
 
     @property
     def procs_files(self) -> list[str]:
@@ -84,6 +86,10 @@ class TrialCgroup:
                     time.sleep(0.002)
 
 
+_POOLED = 128
+"""Emptied trial cgroups kept for the next trials: making one costs a v1 memory cgroup's setup."""
+
+
 class CgroupTree:
     """The runner's cgroup subtree: one directory per controller (v1) or one (v2)."""
 
@@ -91,6 +97,29 @@ class CgroupTree:
         self.bases = bases
         self.version = version
         self._count = 0
+        self._pool: dict[tuple[int, int, int], list[TrialCgroup]] = {}
+
+    def acquire(self, name: str, *, memory_bytes: int, pids: int, cpu_weight: int = 100) -> TrialCgroup:
+        """An empty cgroup with these limits: one a finished trial left, or a new one."""
+        key = (memory_bytes, pids, cpu_weight)
+        pooled = self._pool.get(key)
+        if pooled:
+            return pooled.pop()
+        group = self.create(name, memory_bytes=memory_bytes, pids=pids, cpu_weight=cpu_weight)
+        group.key = key
+        return group
+
+    def release(self, group: TrialCgroup) -> None:
+        """Kill every process left in ``group``; keep it for the next trial, or remove it.
+
+        Blocking (it waits for the killed to leave): run it off the event loop.
+        """
+        group.kill_all()
+        pooled = self._pool.setdefault(group.key, [])
+        if group.key != (0, 0, 0) and not group.pids() and len(pooled) < _POOLED:
+            pooled.append(group)
+        else:
+            group.remove()
 
     def create(self, name: str, *, memory_bytes: int, pids: int, cpu_weight: int = 100) -> TrialCgroup:
         """A new cgroup ``name`` under the runner's, with its limits written."""
@@ -120,6 +149,7 @@ class CgroupTree:
         return group
 
     def close(self) -> None:
+        self._pool.clear()
         for base in self.bases:
             for child in list(base.iterdir()) if base.is_dir() else []:
                 if child.is_dir():

@@ -222,7 +222,14 @@ class Confinement:
         """A cgroup for one trial (or zygote) under the runner's, or None where cgroups are off."""
         if self.cgroups is None:
             return None
-        return self.cgroups.create(name, memory_bytes=limits.memory_bytes, pids=limits.processes)
+        return self.cgroups.acquire(name, memory_bytes=limits.memory_bytes, pids=limits.processes)
+
+    def release_cgroup(self, group: TrialCgroup) -> None:
+        """Kill every process left in a trial's cgroup and give it back (blocking: off the event loop)."""
+        if self.cgroups is not None:
+            self.cgroups.release(group)
+        else:
+            group.remove()
 
     def covers(self, path: str) -> bool:
         """Whether every sandbox sees ``path`` already (the system, the interpreter, our sources)."""
@@ -303,7 +310,18 @@ class Confinement:
         return Launch(tuple(command), self.seccomp_file, sandboxed=True)
 
 
+_PROBED: dict[tuple[str, int], str] = {}
+
+
 def _probe_bwrap(bwrap: str) -> str:
+    """:func:`_probe` once per process and uid (several runners in one process ask once)."""
+    key = (bwrap, os.geteuid())
+    if key not in _PROBED:
+        _PROBED[key] = _probe(bwrap)
+    return _PROBED[key]
+
+
+def _probe(bwrap: str) -> str:
     """Whether bubblewrap can make its namespaces here (user namespaces may be off for non-root)."""
     argv = [bwrap]
     if os.geteuid() != 0:

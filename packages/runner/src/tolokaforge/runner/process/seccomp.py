@@ -20,6 +20,7 @@ What is refused, and why:
 from __future__ import annotations
 
 import errno
+import tempfile
 from pathlib import Path
 
 __all__ = ["REFUSED", "write_filter"]
@@ -76,8 +77,20 @@ _CLONE_NEWTIME = 0x00000080
 _TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
 
 
+_COMPILED: list[bytes] = []
+"""The program, compiled once per process (libseccomp's import and compilation cost some 30 ms)."""
+
+
 def write_filter(path: Path) -> Path:
-    """Compile the filter and write its BPF program to ``path`` (read by bubblewrap at each start)."""
+    """Write the filter's BPF program to ``path`` (read by bubblewrap at each start)."""
+    if not _COMPILED:
+        _COMPILED.append(_compile())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(_COMPILED[0])
+    return path
+
+
+def _compile() -> bytes:
     import pyseccomp as seccomp  # pyright: ignore[reportMissingTypeStubs] # the runner's side only: the sandbox receives the compiled program
 
     refuse = seccomp.ERRNO(errno.EPERM)
@@ -94,7 +107,7 @@ def write_filter(path: Path) -> Path:
             rules.add_rule(refuse, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, mask, mask))
     for request in (_TIOCSTI, _TIOCLINUX):
         rules.add_rule(refuse, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, request))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as out:
+    with tempfile.TemporaryFile() as out:
         rules.export_bpf(out)
-    return path
+        out.seek(0)
+        return out.read()

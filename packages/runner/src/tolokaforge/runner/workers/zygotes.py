@@ -335,7 +335,8 @@ class Zygotes:
                 if cgroup is not None:
                     # Before the runner sends it a call: no pack code of the trial runs outside its cgroup.
                     try:
-                        cgroup.add(child.pid)
+                        # A v1 memory cgroup takes a millisecond to join: not on the event loop.
+                        await asyncio.to_thread(cgroup.add, child.pid)
                     except OSError as error:
                         child.kill()
                         await child.reap(status=False)

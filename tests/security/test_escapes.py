@@ -226,6 +226,12 @@ try:
 except OSError as error:
     outcome['postgres'] = type(error).__name__
 try:
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    unix.connect('/var/run/postgresql/.s.PGSQL.5432')
+    outcome['postgres_socket'] = 'connected'
+except OSError as error:
+    outcome['postgres_socket'] = type(error).__name__
+try:
     fd = os.open('/proc/1/ns/net', os.O_RDONLY)
 except OSError:
     fd = os.open('/proc/self/ns/net', os.O_RDONLY)
@@ -237,7 +243,7 @@ result = outcome
 """
         ),
     )
-    assert seen["postgres"] != "connected"
+    assert seen["postgres"] != "connected" and seen["postgres_socket"] != "connected"
     for call in ("setns", "unshare", "ptrace", "mount"):
         assert seen[call][0] == -1, (call, seen[call])
 

@@ -1,14 +1,17 @@
 """The tool-provider protocol's process side, in one place: its version, the handshake line, a server.
 
-A tool provider is a child process serving ``tolokaforge.tool.v1.ToolProviderService`` on loopback. It
-announces itself with one line on stdout, ``TOLOKAFORGE_TOOL_PROVIDER|<version>|tcp|<host:port>``, and
-runs until SIGTERM/SIGINT (docs/protocol/tool-providers.md). Both sides use this module: providers call
+A tool provider is a child process serving ``tolokaforge.tool.v1.ToolProviderService`` on loopback, or
+on the unix socket its environment names in ``TOLOKAFORGE_PROVIDER_SOCKET`` (a sandboxed provider has no
+network: docs/isolation.md). It announces itself with one line on stdout,
+``TOLOKAFORGE_TOOL_PROVIDER|<version>|tcp|<host:port>`` or ``...|unix|<path>``, and runs until
+SIGTERM/SIGINT (docs/protocol/tool-providers.md). Both sides use this module: providers call
 :func:`run_provider`, the runner and the pytest plugin read the line with :func:`parse_handshake`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import socket
 import sys
@@ -34,11 +37,14 @@ from tolokaforge.contracts.tool import (
 __all__ = [
     "HANDSHAKE_PREFIX",
     "PROVIDER_PROTOCOL_VERSION",
+    "PROVIDER_SOCKET_ENV",
     "Handshake",
     "HandshakeError",
     "ProviderBase",
     "format_handshake",
+    "format_unix_handshake",
     "is_handshake_line",
+    "listen",
     "parse_handshake",
     "run_provider",
     "serve_provider",
@@ -48,6 +54,9 @@ PROVIDER_PROTOCOL_VERSION = 1
 """The ToolProviderService protocol version this code base speaks, on both sides."""
 
 HANDSHAKE_PREFIX = "TOLOKAFORGE_TOOL_PROVIDER"
+
+PROVIDER_SOCKET_ENV = "TOLOKAFORGE_PROVIDER_SOCKET"
+"""Set by the runner for a sandboxed provider: the unix socket path to listen on (it has no network)."""
 
 
 class HandshakeError(Exception):
@@ -59,6 +68,8 @@ class Handshake:
     protocol_version: int
     host: str
     port: int
+    path: str | None = None
+    """A unix socket's path (network ``unix``); then ``host`` and ``port`` are unused."""
 
 
 def format_handshake(port: int, *, host: str = "127.0.0.1", version: int = PROVIDER_PROTOCOL_VERSION) -> str:
@@ -78,8 +89,15 @@ def parse_handshake(text: str) -> Handshake:
     if len(parts) != 4 or parts[0] != HANDSHAKE_PREFIX:
         raise HandshakeError(f"malformed handshake line {text!r}: expected 4 '|'-separated fields")
     _, version, network, address = parts
+    if network == "unix":
+        if not address.startswith("/"):
+            raise HandshakeError(f"malformed handshake line {text!r}: a unix socket needs an absolute path")
+        try:
+            return Handshake(int(version), "", 0, path=address)
+        except ValueError as error:
+            raise HandshakeError(f"malformed handshake line {text!r}: {error}") from error
     if network != "tcp":
-        raise HandshakeError(f"handshake names network {network!r}; only tcp is supported")
+        raise HandshakeError(f"handshake names network {network!r}; tcp and unix are supported")
     host, _, port = address.rpartition(":")
     try:
         return Handshake(int(version), host.strip("[]") or "127.0.0.1", int(port))
@@ -124,17 +142,33 @@ class ProviderBase(ToolProviderServiceBase):
         return ConfigureResponse()
 
 
-async def serve_provider(service: ToolProviderServiceBase, *, host: str = "127.0.0.1") -> None:
-    """Serve ``service`` on an ephemeral loopback port, print the handshake, run until SIGTERM/SIGINT."""
-    server = Server([service])
-    # Bind first: grpclib does not report an ephemeral port back, and the handshake must name it.
+def format_unix_handshake(path: str, *, version: int = PROVIDER_PROTOCOL_VERSION) -> str:
+    """The handshake line (without its newline) for a provider listening on the unix socket ``path``."""
+    return f"{HANDSHAKE_PREFIX}|{version}|unix|{path}"
+
+
+def listen(host: str = "127.0.0.1") -> tuple[socket.socket, str]:
+    """The socket a provider serves on, and its handshake line: the unix socket the runner named in
+    :data:`PROVIDER_SOCKET_ENV`, else an ephemeral loopback port."""
+    path = os.environ.get(PROVIDER_SOCKET_ENV)
+    if path:
+        unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        unix.bind(path)
+        return unix, format_unix_handshake(path)
     # IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say they are TCP (else ~40 ms a call).
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind((host, 0))
-    port: int = sock.getsockname()[1]
+    return sock, format_handshake(sock.getsockname()[1], host=host)
+
+
+async def serve_provider(service: ToolProviderServiceBase, *, host: str = "127.0.0.1") -> None:
+    """Serve ``service`` (see :func:`listen`), print the handshake, run until SIGTERM/SIGINT."""
+    server = Server([service])
+    # Bind first: grpclib does not report an ephemeral port back, and the handshake must name it.
+    sock, handshake = listen(host)
     await server.start(sock=sock)
-    sys.stdout.write(format_handshake(port, host=host) + "\n")
+    sys.stdout.write(handshake + "\n")
     sys.stdout.flush()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -48,6 +48,7 @@ from .golden_memo import GoldenReplay
 from .isolated import worker_code
 from .process.cgroups import TrialCgroup
 from .state.mirror import TrialMirror
+from .state_gateway import StateGateway
 from .task_cache import KnownTask, TaskCache, TaskParts
 from .tools import ToolRegistry, load_python_tool
 from .tools.python_tools import WorkerTool, worker_tool
@@ -87,6 +88,8 @@ class TrialRegistry:
         self.lease_seconds = lease_seconds
         self.golden_replay: GoldenReplay = golden_replay
         self._db_url = db_url
+        self.gateway = StateGateway(self._require_db_url, own=executor.confinement.own)
+        """Each sandboxed MCP server's way to its own trial's tables (and no other's)."""
         self._trials: dict[str, TrialContext] = {}
         self._pending: set[str] = set()
         self.tasks = TaskCache()
@@ -199,6 +202,7 @@ class TrialRegistry:
             if trial is not None:
                 await self.executor.release(trial)
             await _stop_sources(sources)
+            await self.gateway.close(trial_id)
             if cgroup is not None:
                 await asyncio.to_thread(self.executor.confinement.release_cgroup, cgroup)
             if mirror is not None:
@@ -256,6 +260,7 @@ class TrialRegistry:
                     await self.executor.release(trial)
                     await _stop_sources(trial.sources)
                 finally:
+                    await self.gateway.close(trial_id)
                     await _end_processes(trial)
                     if trial.workspace is not None:
                         shutil.rmtree(trial.workspace, ignore_errors=True)
@@ -271,9 +276,16 @@ class TrialRegistry:
             self._renewal = None
         trials = list(self._trials.items())
         self._trials.clear()
+        try:
+            await self._close_trials(trials)
+        finally:
+            await self.gateway.aclose()
+
+    async def _close_trials(self, trials: list[tuple[str, TrialContext]]) -> None:
         for trial_id, trial in trials:
             await self.executor.release(trial)
             await _stop_sources(trial.sources)
+            await self.gateway.close(trial_id)
             await _end_processes(trial)
             if trial.workspace is not None:
                 shutil.rmtree(trial.workspace, ignore_errors=True)
@@ -386,6 +398,7 @@ class TrialRegistry:
             limits=self.executor.isolated.limits.replace(network=True),
             confinement=self.executor.confinement,
             cgroup=cgroup,
+            state_socket=lambda: self.gateway.open(trial_id),
         )
         return await start_tool_servers(task.tool_servers, places, {"agent": agent, "user": user})
 

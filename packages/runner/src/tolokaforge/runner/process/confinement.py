@@ -86,6 +86,8 @@ class View:
     """Bound read-only at the same path (the pack's code, a task's initial state)."""
     cgroup: TrialCgroup | None = None
     """The trial's cgroup, which the child joins before bubblewrap starts."""
+    relay: tuple[int, Path] | None = None
+    """A loopback port in the sandbox that leads to this unix socket (bound in: its directory is in ``write``)."""
 
 
 SECCOMP_FD = "{seccomp-fd}"
@@ -257,6 +259,7 @@ class Confinement:
             read=read,
             write=write,
             landlock=self.landlock_abi,
+            relay=(view.relay[0], str(view.relay[1])) if view.relay is not None else None,
         )
 
     def launch(self, argv: Sequence[str], limits: Limits, view: View) -> Launch:

@@ -58,6 +58,14 @@ class _RulesetAttr(ctypes.Structure):
     ]
 
 
+class _NetPort(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+
+_RULE_NET_PORT = 2
+
+
 class _PathBeneath(ctypes.Structure):
     _pack_ = 1  # the kernel's struct is packed
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
@@ -78,10 +86,12 @@ def abi_version() -> int:
     return max(int(version), 0)
 
 
-def restrict(read: list[str], write: list[str], *, network: bool, abi: int = 0) -> str:
+def restrict(
+    read: list[str], write: list[str], *, network: bool, abi: int = 0, connect_ports: tuple[int, ...] = ()
+) -> str:
     """Confine this process (and what it execs or forks later) to ``read`` (read, list, execute) and
     ``write`` (all of that plus create, remove, write) beneath those paths; no TCP bind or connect unless
-    ``network``; no signals or abstract unix sockets out of the domain.
+    ``network`` (but connects to ``connect_ports``); no signals or abstract unix sockets out of the domain.
 
     Returns what holds (``"abi N"``) or raises OSError. Paths that do not exist are skipped.
     """
@@ -105,6 +115,11 @@ def restrict(read: list[str], write: list[str], *, network: bool, abi: int = 0) 
         for paths, access in ((read, _READ), (write, _READ | _WRITE)):
             for path in paths:
                 _allow(libc, ruleset, path, access & handled_fs)
+        if abi >= 4 and not network:
+            for port in connect_ports:
+                rule = _NetPort(_NET_CONNECT_TCP, port)
+                if libc.syscall(_ADD_RULE, ruleset, _RULE_NET_PORT, ctypes.byref(rule), 0) != 0:
+                    raise _error(f"landlock_add_rule(tcp connect {port})")
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise _error("prctl(PR_SET_NO_NEW_PRIVS)")
         if libc.syscall(_RESTRICT_SELF, ruleset, 0) != 0:

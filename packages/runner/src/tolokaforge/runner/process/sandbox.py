@@ -131,9 +131,17 @@ class Limits:
         return cls(**json.loads(text))
 
 
-def spec_json(limits: Limits, *, uid: int | None, read: list[str], write: list[str], landlock: int) -> str:
+def spec_json(
+    limits: Limits,
+    *,
+    uid: int | None,
+    read: list[str],
+    write: list[str],
+    landlock: int,
+    relay: tuple[int, str] | None = None,
+) -> str:
     """The launcher's argument for a process bubblewrap starts (see :func:`confine`)."""
-    sandbox = {"uid": uid, "read": read, "write": write, "landlock": landlock}
+    sandbox = {"uid": uid, "read": read, "write": write, "landlock": landlock, "relay": relay}
     return json.dumps({"limits": limits._fields(), "sandbox": sandbox})  # pyright: ignore[reportPrivateUsage]
 
 
@@ -187,15 +195,34 @@ def confine(text: str, *, cpu: bool = True) -> tuple[Limits, dict[str, str]]:
         os.setresuid(uid, uid, uid)
         report["processes"] = _set_limit(resource.RLIMIT_NPROC, limits.processes)
     report["uid"] = str(os.geteuid())
+    relay: list[Any] | None = sandbox.get("relay")
+    listener = None
+    if relay:
+        # A loopback port leading to the runner's trial-scoped gateway, the one way out of this
+        # sandbox's network namespace: bound now, before Landlock refuses TCP binds; served by a
+        # process forked after it, walled in like the server.
+        from tolokaforge.runner.process.relay import listen
+
+        listener = listen(int(relay[0]))
+        report["relay"] = f"127.0.0.1:{relay[0]}"
     abi = sandbox.get("landlock")
     if isinstance(abi, int) and abi > 0:
         from tolokaforge.runner.process import landlock
 
         report["landlock"] = landlock.restrict(
-            list(sandbox["read"]), list(sandbox["write"]), network=limits.network, abi=abi
+            list(sandbox["read"]),
+            list(sandbox["write"]),
+            network=limits.network,
+            abi=abi,
+            connect_ports=(int(relay[0]),) if relay else (),
         )
     else:
         report["landlock"] = "not used"
+    if listener is not None and relay:
+        from tolokaforge.runner.process.relay import start_relay
+
+        start_relay(listener, str(relay[1]))
+        listener.close()
     return limits, report
 
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
+import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -37,7 +40,7 @@ from tolokaforge.contracts.tool import (
     ToolProviderServiceStub,
 )
 from tolokaforge.core.models import ToolDescription, ToolSource
-from tolokaforge.core.providers import PROVIDER_PROTOCOL_VERSION, HandshakeError
+from tolokaforge.core.providers import PROVIDER_PROTOCOL_VERSION, PROVIDER_SOCKET_ENV, HandshakeError
 
 from ..errors import ToolFailure, ToolLoadError
 from ..process.confinement import Confinement, View
@@ -85,6 +88,7 @@ class ProviderSource:
         self._limits = limits
         self._confinement = confinement
         self._view = view
+        self._socket_dir: Path | None = None
         self._config_json = json.dumps(dict(config))
         self._child: ChildProcess | None = None
         self._channel: grpclib.client.Channel | None = None
@@ -191,14 +195,24 @@ class ProviderSource:
             return self._stub
 
     async def _start(self) -> list[OperationSchema]:
+        env, view, socket_path = self._env, self._view, None
+        if self._confinement is not None and self._confinement.sandboxed and view is not None:
+            # No network in the sandbox: the provider listens on a unix socket in a directory of its own
+            # (short: a socket's path is limited to 107 bytes), bound into its sandbox.
+            directory = Path(tempfile.mkdtemp(prefix="tf-provider-"))
+            self._confinement.own(directory)
+            self._socket_dir = directory
+            socket_path = str(directory / "provider.sock")
+            env = {**env, PROVIDER_SOCKET_ENV: socket_path}
+            view = dataclasses.replace(view, write=(*view.write, directory))
         try:
             child = await ChildProcess.spawn(
                 self._argv,
                 cwd=self._cwd,
-                env=self._env,
+                env=env,
                 limits=self._limits,
                 confinement=self._confinement,
-                view=self._view,
+                view=view,
             )
         except OSError as error:
             raise ToolLoadError(f"provider {self.name!r}: cannot start {self._argv[0]!r}: {error}") from error
@@ -210,7 +224,21 @@ class ProviderSource:
                     f"provider {self.name!r} speaks protocol version {handshake.protocol_version}; "
                     f"this runner speaks {PROVIDER_PROTOCOL_VERSION}"
                 )
-            self._channel = grpclib.client.Channel(handshake.host, handshake.port)
+            if handshake.path is not None:
+                if handshake.path != socket_path:
+                    raise ToolLoadError(
+                        f"provider {self.name!r} announced the unix socket {handshake.path!r}, "
+                        f"not the one the runner gave it in {PROVIDER_SOCKET_ENV}"
+                    )
+                self._channel = grpclib.client.Channel(path=handshake.path)
+            elif socket_path is not None:
+                raise ToolLoadError(
+                    f"provider {self.name!r} announced a tcp address, but it runs in the sandbox without "
+                    f"network: it must listen on the unix socket named by {PROVIDER_SOCKET_ENV} "
+                    "(tolokaforge.core.providers.serve_provider does; docs/protocol/tool-providers.md)"
+                )
+            else:
+                self._channel = grpclib.client.Channel(handshake.host, handshake.port)
             stub = ToolProviderServiceStub(self._channel, timeout=_SETUP_RPC_TIMEOUT_S)
             described = await stub.describe(DescribeRequest())
             if described.protocol_version != handshake.protocol_version:
@@ -262,6 +290,9 @@ class ProviderSource:
             channel.close()
         if child is not None:
             await child.stop(grace=grace)
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
 
 
 def _collect(reply: Reply, event: Any) -> bool:

@@ -6,6 +6,7 @@ stopped again and registration fails: a half-started trial never keeps a child p
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,10 @@ from .mcp_tools import McpSource
 from .provider_tools import ProviderSource
 from .remote import RemoteTool, ToolSourceSession
 
-__all__ = ["ServerPlaces", "start_tool_servers"]
+__all__ = ["RELAY_PORT", "ServerPlaces", "start_tool_servers"]
+
+RELAY_PORT = 8765
+"""The loopback port a sandboxed MCP server finds its trial's tables on (its own network namespace's)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,8 @@ class ServerPlaces:
     """Servers keep the network: they speak to the runner (providers) or the DB service (MCP) over TCP."""
     confinement: Confinement = field(default_factory=Confinement.process)
     cgroup: TrialCgroup | None = None
+    state_socket: Callable[[], Awaitable[Path]] | None = None
+    """The trial's socket on the runner's state gateway (state_gateway.py), for sandboxed MCP servers."""
 
     def view(self, cwd: Path) -> View:
         """A server sees the trial's workspace (read-write) and the task's code (read-only)."""
@@ -100,6 +106,10 @@ async def _make_source(server: ToolServer, places: ServerPlaces) -> ToolSourceSe
         assert server.command is not None
         argv = list(server.command)
     safe_id = places.trial_id.replace("/", "_").replace(":", "_")
+    sandboxed = places.confinement.sandboxed
+    # Sandboxed servers have no network: a provider listens on a unix socket the runner gives it, an
+    # MCP server reaches its trial's tables through a relay to the trial's own gateway socket.
+    limits = places.limits.replace(network=False) if sandboxed else places.limits
     if server.protocol == "provider":
         return ProviderSource(
             server.name,
@@ -107,20 +117,29 @@ async def _make_source(server: ToolServer, places: ServerPlaces) -> ToolSourceSe
             cwd=cwd,
             env=server.env,
             config=server.config,
-            limits=places.limits,
+            limits=limits,
             confinement=places.confinement,
             view=places.view(cwd),
         )
+    view = places.view(cwd)
+    if sandboxed and places.state_socket is not None:
+        socket_path = await places.state_socket()
+        view = dataclasses.replace(
+            view, write=(*view.write, socket_path.parent), relay=(RELAY_PORT, socket_path)
+        )
+        db_url = f"http://127.0.0.1:{RELAY_PORT}"
+    else:
+        db_url = await places.db_url()
     env = {
         **server.env,
-        "TOLOKAFORGE_DB_URL": await places.db_url(),
+        "TOLOKAFORGE_DB_URL": db_url,
         "TOLOKAFORGE_TRIAL_ID": places.trial_id,
     }
     places.log_dir.mkdir(parents=True, exist_ok=True)
     log_path = places.log_dir / f"{safe_id}.{server.name}.log"
     scrubbed = scrubbed_env(env, home=str(places.workspace))
     try:
-        launch = confined_launch(places.confinement, places.limits, argv, scrubbed, places.view(cwd))
+        launch = confined_launch(places.confinement, limits, argv, scrubbed, view)
     except FileNotFoundError as error:
         raise ToolLoadError(
             f"tool server {server.name!r}: cannot start {argv[0]!r}: {error.strerror}"

@@ -50,3 +50,23 @@ def test_pre_rendered_entries_give_the_same_summary_text(
 def test_a_summary_without_trials_is_written_as_ever() -> None:
     summary = _summary([])
     assert render_summary(summary, {("shop", 0): "- stale\n"}) == dump_yaml(summary.to_dict())
+
+
+def test_a_reason_that_keeps_its_trailing_newlines_ends_the_document_as_a_whole_dump_does() -> None:
+    # A ``|+`` block scalar leaves PyYAML's document open: the whole dump ends with ``...``; the parts
+    # rendered apart must add up to the same text.
+    kinds = [kind for kind in TRIAL_KINDS if kind != "passed"]
+    rows = [
+        TrialRow(task_id="shop", trial_index=index, kind=kind, reason=" x\n\n")
+        for index, kind in enumerate(kinds)
+    ]
+    summary = _summary(rows)
+    entries = EntryTexts(1)
+    try:
+        entries.add(rows[0])
+        texts = entries.texts()
+    finally:
+        entries.close()
+    whole = dump_yaml(summary.to_dict())
+    assert whole.endswith("\n...\n")
+    assert render_summary(summary, texts) == whole

@@ -359,11 +359,21 @@ def render_summary(summary: RunSummary, entry_texts: Mapping[tuple[str, int], st
         return dump_yaml(document)
     entries: list[dict[str, Any]] = document.pop("per_trial")
     definitions = document.pop("definitions")  # the last key, after per_trial
-    parts = [dump_yaml(document), "per_trial:\n"]
+    texts = [dump_yaml(document)]
     for row, entry in zip(summary.rows, entries, strict=True):
-        parts.append(entry_texts.get((row.task_id, row.trial_index)) or dump_yaml([entry]))
-    parts.append(dump_yaml({"definitions": definitions}))
-    return "".join(parts)
+        texts.append(entry_texts.get((row.task_id, row.trial_index)) or dump_yaml([entry]))
+    closing = dump_yaml({"definitions": definitions})
+    # A block scalar that keeps its trailing newlines (``|+``) leaves PyYAML's document open: the whole
+    # document then ends with the end marker ``...``, which each part dumped alone carries at its end.
+    opened = any(text.endswith(_DOCUMENT_END) for text in texts)
+    parts = [text[: -len(_DOCUMENT_END) + 1] if text.endswith(_DOCUMENT_END) else text for text in texts]
+    parts.insert(1, "per_trial:\n")
+    if opened and not closing.endswith(_DOCUMENT_END):
+        closing += "...\n"
+    return "".join(parts) + closing
+
+
+_DOCUMENT_END = "\n...\n"
 
 
 def write_summary(

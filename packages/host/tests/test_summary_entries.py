@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tolokaforge.host.summary import EntryTexts, RunSummary, render_summary
-from tolokaforge.host.trial_rows import TRIAL_KINDS, TrialRow
+from tolokaforge.host.trial_rows import TRIAL_KINDS, TrialKind, TrialRow
 from tolokaforge.host.yaml_files import dump_yaml
 
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
@@ -55,7 +55,7 @@ def test_a_summary_without_trials_is_written_as_ever() -> None:
 def test_a_reason_that_keeps_its_trailing_newlines_ends_the_document_as_a_whole_dump_does() -> None:
     # A ``|+`` block scalar leaves PyYAML's document open: the whole dump ends with ``...``; the parts
     # rendered apart must add up to the same text.
-    kinds = [kind for kind in TRIAL_KINDS if kind != "passed"]
+    kinds: list[TrialKind] = [kind for kind in TRIAL_KINDS if kind != "passed"]
     rows = [
         TrialRow(task_id="shop", trial_index=index, kind=kind, reason=" x\n\n")
         for index, kind in enumerate(kinds)

@@ -18,6 +18,7 @@ import contextlib
 import os
 import secrets
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -98,13 +99,16 @@ class CgroupTree:
         self.version = version
         self._count = 0
         self._pool: dict[tuple[int, int, int], list[TrialCgroup]] = {}
+        self._lock = threading.Lock()
+        """Trials are released on threads (the kill waits) and acquired on the event loop."""
 
     def acquire(self, name: str, *, memory_bytes: int, pids: int, cpu_weight: int = 100) -> TrialCgroup:
         """An empty cgroup with these limits: one a finished trial left, or a new one."""
         key = (memory_bytes, pids, cpu_weight)
-        pooled = self._pool.get(key)
-        if pooled:
-            return pooled.pop()
+        with self._lock:
+            pooled = self._pool.get(key)
+            if pooled:
+                return pooled.pop()
         group = self.create(name, memory_bytes=memory_bytes, pids=pids, cpu_weight=cpu_weight)
         group.key = key
         return group
@@ -115,16 +119,19 @@ class CgroupTree:
         Blocking (it waits for the killed to leave): run it off the event loop.
         """
         group.kill_all()
-        pooled = self._pool.setdefault(group.key, [])
-        if group.key != (0, 0, 0) and not group.pids() and len(pooled) < _POOLED:
-            pooled.append(group)
-        else:
+        with self._lock:
+            pooled = self._pool.setdefault(group.key, [])
+            kept = group.key != (0, 0, 0) and not group.pids() and len(pooled) < _POOLED
+            if kept:
+                pooled.append(group)
+        if not kept:
             group.remove()
 
     def create(self, name: str, *, memory_bytes: int, pids: int, cpu_weight: int = 100) -> TrialCgroup:
         """A new cgroup ``name`` under the runner's, with its limits written."""
-        self._count += 1
-        leaf = f"{name}-{self._count}"
+        with self._lock:
+            self._count += 1
+            leaf = f"{name}-{self._count}"
         directories = [base / leaf for base in self.bases]
         for directory in directories:
             directory.mkdir()
@@ -149,7 +156,8 @@ class CgroupTree:
         return group
 
     def close(self) -> None:
-        self._pool.clear()
+        with self._lock:
+            self._pool.clear()
         for base in self.bases:
             for child in list(base.iterdir()) if base.is_dir() else []:
                 if child.is_dir():

@@ -7,6 +7,7 @@ the runner is called through :meth:`RunnerHandle.in_process_stub` only (in_proce
 
 from __future__ import annotations
 
+import logging
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,8 @@ from .registry import TrialRegistry
 from .scratch import Scratch, new_scratch
 from .service import RunnerServicer
 from .state_endpoint import StateEndpoint
+
+log = logging.getLogger(__name__)
 
 __all__ = ["RunnerHandle", "RunnerSettings", "start_runner"]
 
@@ -133,6 +136,12 @@ async def start_runner(settings: RunnerSettings | None = None, *, serve: bool = 
         if tmp is not None:
             tmp.cleanup()
         raise
+    # Said at start, not only in HealthCheck: a layer run without is never a silent downgrade.
+    log.info(
+        "isolation %s: %s",
+        confinement.level,
+        ", ".join(f"{name}={value}" for name, value in confinement.report.items()),
+    )
     executor = ToolExecutor(
         max_workers=settings.max_tool_threads,
         isolation=settings.isolation,

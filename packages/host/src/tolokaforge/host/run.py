@@ -246,6 +246,7 @@ async def run_pack(
                 preflight_budget_s=settings.preflight_budget_s,
                 isolation=settings.isolation,
                 golden_replay=settings.golden_replay,
+                sandbox_without=settings.sandbox_without,
             ) as pool:
                 begin(pool.facts)
                 await pool.run(todo, finish, crash)

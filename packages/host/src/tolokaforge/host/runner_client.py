@@ -319,12 +319,15 @@ async def open_runner(
         finally:
             client.close()
         return
-    from tolokaforge.runner import RunnerSettings, start_runner
+    from tolokaforge.runner import RunnerSettings, SandboxUnavailable, start_runner
 
     settings = RunnerSettings(
         isolation=isolation, golden_replay=golden_replay, sandbox_without=frozenset(sandbox_without)
     )
-    handle = await start_runner(settings, serve=serve)
+    try:
+        handle = await start_runner(settings, serve=serve)
+    except SandboxUnavailable as error:  # the machine lacks a layer: a setup error, said in one line
+        raise ConfigError(str(error)) from error
     if serve:
         client = RunnerClient(handle.host, handle.port, transport_budget_s=transport_budget_s)
     else:

@@ -73,9 +73,11 @@ class RayPool:
         transport_budget_s: float,
         isolation: Isolation = "sandbox",
         golden_replay: GoldenReplay = "task",
+        sandbox_without: tuple[str, ...] = (),
     ) -> None:
         self.settings = settings
         self.isolation: Isolation = isolation
+        self.sandbox_without = sandbox_without
         self.golden_replay: GoldenReplay = golden_replay
         self.concurrency = concurrency
         self.trial_settings = trial_settings
@@ -98,6 +100,7 @@ class RayPool:
             self.isolation,
             self.concurrency,
             self.golden_replay,
+            self.sandbox_without,
         )
 
     async def start(self, connection: str, preflight_budget_s: float) -> None:
@@ -225,10 +228,19 @@ async def ray_pool(
     preflight_budget_s: float,
     isolation: Isolation = "sandbox",
     golden_replay: GoldenReplay = "task",
+    sandbox_without: tuple[str, ...] = (),
 ) -> AsyncGenerator[RayPool]:
     """Connected, workers started and health-checked; every worker killed on the way out."""
     with connected(settings.address) as connection:
-        pool = RayPool(settings, concurrency, trial_settings, transport_budget_s, isolation, golden_replay)
+        pool = RayPool(
+            settings,
+            concurrency,
+            trial_settings,
+            transport_budget_s,
+            isolation,
+            golden_replay,
+            sandbox_without,
+        )
         try:
             await pool.start(connection, preflight_budget_s)
             yield pool

@@ -37,8 +37,10 @@ class TrialWorker:
         isolation: Isolation,
         concurrency: int,
         golden_replay: GoldenReplay = "task",
+        sandbox_without: tuple[str, ...] = (),
     ) -> None:
         self._recipe = recipe
+        self._sandbox_without = sandbox_without
         self._concurrency = concurrency
         self._transport_budget_s = transport_budget_s
         self._isolation: Isolation = isolation
@@ -58,6 +60,7 @@ class TrialWorker:
                         transport_budget_s=self._transport_budget_s,
                         isolation=self._isolation,
                         golden_replay=self._golden_replay,
+                        sandbox_without=self._sandbox_without,
                     )
                 )
                 session = await self._stack.enter_async_context(llm_session(self._concurrency))

@@ -16,6 +16,19 @@ from tolokaforge.runner import Confinement, RunnerSettings, SandboxUnavailable, 
 REPO = Path(__file__).parent.parent.parent
 
 
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``tolokaforge run`` of the retail pack with the golden agent, and ``args``."""
+    program = str(Path(sys.executable).parent / "tolokaforge")
+    return subprocess.run(
+        [program, "run", "--pack", str(REPO / "examples/packs/retail"), "--agent", "golden", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
 def test_an_unknown_layer_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SandboxUnavailable, match="unknown sandbox layer"):
         Confinement.detect(tmp_path, without=["seccom"])
@@ -23,23 +36,7 @@ def test_an_unknown_layer_is_refused(tmp_path: Path) -> None:
 
 def test_without_bubblewrap_the_run_stops_with_exit_2_naming_the_fix(tmp_path: Path) -> None:
     # PATH without bubblewrap (the interpreter is named by its full path).
-    done = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "tolokaforge"),
-            "run",
-            "--pack",
-            str(REPO / "examples/packs/retail"),
-            "--agent",
-            "golden",
-            "--output",
-            str(tmp_path / "run"),
-        ],
-        env={**os.environ, "PATH": str(tmp_path / "empty")},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_cli("--output", str(tmp_path / "run"), env={**os.environ, "PATH": str(tmp_path / "empty")})
     assert done.returncode == 2, done.stdout + done.stderr
     assert "the sandbox needs bubblewrap" in done.stderr and "--isolation process" in done.stderr
     assert "Traceback" not in done.stderr
@@ -55,25 +52,8 @@ async def test_a_layer_run_without_is_said_in_health_and_the_manifest(tmp_path: 
         await runner.close()
     assert "isolation:sandbox" in adapters
     assert "sandbox:cgroup=off (--without cgroup)" in adapters
-    done = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "tolokaforge"),
-            "run",
-            "--pack",
-            str(REPO / "examples/packs/retail"),
-            "--agent",
-            "golden",
-            "--task",
-            "lookup_order_tracking",
-            "--without",
-            "cgroup",
-            "--output",
-            str(tmp_path / "run"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    done = run_cli(
+        "--task", "lookup_order_tracking", "--without", "cgroup", "--output", str(tmp_path / "run")
     )
     assert done.returncode == 0, done.stdout + done.stderr
     manifest = yaml.safe_load((tmp_path / "run" / "run.yaml").read_text())

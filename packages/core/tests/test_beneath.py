@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -24,16 +25,13 @@ from tolokaforge.core.beneath import (
 
 
 @pytest.fixture(params=["openat2", "fallback"])
-def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    # Restored after the test: the module clears the flag itself once it meets ENOSYS.
-    monkeypatch.setattr(beneath, "_use_openat2", beneath._use_openat2)  # pyright: ignore[reportPrivateUsage]
+def mode(request: pytest.FixtureRequest) -> Generator[str]:
+    """Each test through openat2 and through the component walk a kernel without it gets."""
     if request.param == "fallback":
-
-        def missing(dirfd: int, path: bytes, flags: int, mode: int) -> int:
-            raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
-
-        monkeypatch.setattr(beneath, "_openat2", missing)
-    return str(request.param)
+        with beneath.walking_only():
+            yield "fallback"
+    else:
+        yield "openat2"
 
 
 @pytest.fixture

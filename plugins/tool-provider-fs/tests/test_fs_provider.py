@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import threading
 from collections import Counter
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -92,16 +92,13 @@ async def test_the_public_names_are_the_same_operations(tmp_path: Path) -> None:
 
 
 @pytest.fixture(params=["openat2", "fallback"])
-def resolution(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test through openat2 and through core.beneath's fallback walk (openat2 answering ENOSYS)."""
-    monkeypatch.setattr(beneath, "_use_openat2", beneath._use_openat2)  # pyright: ignore[reportPrivateUsage]
+def resolution(request: pytest.FixtureRequest) -> Generator[str]:
+    """Each test through openat2 and through the component walk a kernel without it gets."""
     if request.param == "fallback":
-
-        def missing(dirfd: int, path: bytes, flags: int, mode: int) -> int:
-            raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
-
-        monkeypatch.setattr(beneath, "_openat2", missing)
-    return str(request.param)
+        with beneath.walking_only():
+            yield "fallback"
+    else:
+        yield "openat2"
 
 
 def _error(events: list[InvokeResponse]) -> ToolErrorCategory | None:

@@ -30,6 +30,7 @@ __all__ = [
     "makedirs_beneath",
     "open_beneath",
     "read_beneath",
+    "walking_only",
 ]
 
 Root = int | str | os.PathLike[str]
@@ -91,6 +92,18 @@ def _load_syscall() -> Callable[..., Any] | None:
 _syscall = _load_syscall()
 _use_openat2 = _syscall is not None
 """Cleared at the first ENOSYS (an old kernel, or a seccomp filter that hides the call)."""
+
+
+@contextlib.contextmanager
+def walking_only() -> Generator[None, None, None]:
+    """Resolve by the component walk alone for the duration, as on a kernel without openat2 (tests run
+    both ways)."""
+    global _use_openat2
+    saved, _use_openat2 = _use_openat2, False
+    try:
+        yield
+    finally:
+        _use_openat2 = saved
 
 
 def _openat2(dirfd: int, path: bytes, flags: int, mode: int) -> int:

@@ -215,7 +215,7 @@ async def main() -> None:
     args = parser.parse_args()
     pack = load_pack(args.pack)
     runner = await start_runner(RunnerSettings(isolation="thread"))
-    upstream = Channel(runner.host, runner.port)
+    upstream = runner.channel()
     canned = CannedRunner(RunnerServiceStub(upstream))
     server, address = await _serve(canned)
     try:

@@ -68,7 +68,7 @@ MODES: tuple[Literal["process", "thread"], ...] = ("process", "thread")
 async def _case(trials: int, calls: int, records: int, tool: str, code: Path) -> dict[str, Row]:
     """Both modes in one process, measured in alternating blocks, so both see the same machine load."""
     handles = {mode: await start_runner(RunnerSettings(isolation=mode)) for mode in MODES}
-    channels = {mode: Channel(handle.host, handle.port) for mode, handle in handles.items()}
+    channels = {mode: handle.channel() for mode, handle in handles.items()}
     stubs = {mode: RunnerServiceStub(channel) for mode, channel in channels.items()}
     try:
         for stub in stubs.values():
@@ -145,7 +145,7 @@ async def _idle_rss(code: Path, trials: int, records: int) -> tuple[float, float
     gc.collect()
     before = me.memory_info().rss
     handle = await start_runner(RunnerSettings(isolation="process"))
-    channel = Channel(handle.host, handle.port)
+    channel = handle.channel()
     stub = RunnerServiceStub(channel)
     try:
         for trial in range(trials):
@@ -189,7 +189,7 @@ async def _spinning_neighbour(isolation: str, calls: int, code: Path) -> tuple[f
             isolation="thread" if isolation == "thread" else "process", default_tool_timeout_s=30.0
         )
     )
-    channel = Channel(handle.host, handle.port)
+    channel = handle.channel()
     stub = RunnerServiceStub(channel)
     try:
         for trial in range(2):

@@ -152,7 +152,7 @@ async def main(rounds: int) -> None:
         code = Path(folder)
         (code / "tools.py").write_text(TOOLS)
         handle = await start_runner(RunnerSettings())
-        channel = Channel(handle.host, handle.port)
+        channel = handle.channel()
         stub = RunnerServiceStub(channel)
         try:
             print(

@@ -196,7 +196,7 @@ async def _runner(
     trials: int, calls: int, records: int, tool: str, code: Path, db_url: str | None = None
 ) -> Figures:
     handle = await start_runner(RunnerSettings(db_url=db_url))
-    channel = Channel(handle.host, handle.port)
+    channel = handle.channel()
     stub = RunnerServiceStub(channel)
     try:
         for trial in range(trials):

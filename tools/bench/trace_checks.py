@@ -153,7 +153,7 @@ async def main() -> None:
         code = Path(scratch)
         (code / "tools.py").write_text(TOOLS)
         handle = await start_runner(RunnerSettings())
-        channel = Channel(handle.host, handle.port)
+        channel = handle.channel()
         stub = RunnerServiceStub(channel)
         base = {"combine_method": "weighted", "pass_threshold": 1.0}
         try:

@@ -96,7 +96,7 @@ async def _measured(
 
 async def _tiny(mode: str, trials: int, code: Path) -> tuple[float, float, float]:
     handle = await start_runner(_settings(mode))
-    channel = Channel(handle.host, handle.port)
+    channel = handle.channel()
     stub = RunnerServiceStub(channel)
 
     async def one(index: int) -> float:

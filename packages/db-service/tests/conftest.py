@@ -104,7 +104,8 @@ async def client(
         await local.aclose()
         await store.close()
         return
-    async with serve_app(create_app(Settings(), store=store, spec=spec)) as base_url:
-        remote = HttpStateClient(base_url)
+    token = secrets.token_urlsafe(32)
+    async with serve_app(create_app(Settings(token=token), store=store, spec=spec)) as base_url:
+        remote = HttpStateClient(base_url, token=token)
         yield remote
         await remote.aclose()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -18,12 +19,14 @@ from tolokaforge.db.settings import Settings
 from tolokaforge.db.spec import ApiSpec
 
 MAX_BODY = 4096
+TOKEN = secrets.token_urlsafe(32)
 
 
 @pytest.fixture
 async def http(spec: ApiSpec) -> AsyncIterator[tuple[str, aiohttp.ClientSession]]:
-    app = create_app(Settings(max_body_bytes=MAX_BODY), store=MemoryStore(), spec=spec)
-    async with serve_app(app) as base_url, aiohttp.ClientSession() as session:
+    app = create_app(Settings(max_body_bytes=MAX_BODY, token=TOKEN), store=MemoryStore(), spec=spec)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with serve_app(app) as base_url, aiohttp.ClientSession(headers=headers) as session:
         yield base_url, session
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import os
 import signal
 import socket
@@ -16,6 +17,9 @@ import aiohttp
 from tolokaforge.db.http_client import HttpStateClient
 
 
+TOKEN = secrets.token_urlsafe(32)
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -23,7 +27,16 @@ def _free_port() -> int:
 
 
 async def _start(dsn: str, port: int, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "TOLOKAFORGE_DB_STORE": "postgres", "TOLOKAFORGE_DB_DSN": dsn}
+    token_file = log.with_name("db.token")
+    if not token_file.exists():
+        token_file.write_text(TOKEN)
+        token_file.chmod(0o600)
+    env = {
+        **os.environ,
+        "TOLOKAFORGE_DB_STORE": "postgres",
+        "TOLOKAFORGE_DB_DSN": dsn,
+        "TOLOKAFORGE_DB_TOKEN_FILE": str(token_file),
+    }
     with log.open("ab") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "tolokaforge.db.cli", "--port", str(port)],
@@ -31,7 +44,7 @@ async def _start(dsn: str, port: int, log: Path) -> subprocess.Popen[bytes]:
             stdout=sink,
             stderr=sink,
         )
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {TOKEN}"}) as session:
         for _ in range(300):
             assert process.poll() is None, log.read_text()
             try:
@@ -53,7 +66,7 @@ async def test_a_committed_mutation_survives_kill_9(
     log = tmp_path / "service.log"
     process = await _start(pg_dsn, port, log)
     try:
-        client = HttpStateClient(f"http://127.0.0.1:{port}")
+        client = HttpStateClient(f"http://127.0.0.1:{port}", token=TOKEN)
         await client.init_trial(trial, {"ledger": [{"n": 0}], "users": {"U-1": {"name": "Mia"}}})
         version = await client.patch(
             trial, [{"table_name": "ledger", "operations": [{"op": "insert", "record": {"n": 1}}]}]
@@ -68,7 +81,7 @@ async def test_a_committed_mutation_survives_kill_9(
 
     restarted = await _start(pg_dsn, port, log)
     try:
-        client = HttpStateClient(f"http://127.0.0.1:{port}")
+        client = HttpStateClient(f"http://127.0.0.1:{port}", token=TOKEN)
         state = await client.get_state(trial)
         assert state.version == version == 1
         assert state.tables == {"ledger": [{"n": 0}], "users": {"U-1": {"name": "Mia"}}} | {

@@ -8,6 +8,7 @@ loopback port. Seeds are fixed and the example database is off, so every run gen
 from __future__ import annotations
 
 import asyncio
+import secrets
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, cast
@@ -27,6 +28,7 @@ from tolokaforge.db.spec import find_spec_file
 from tolokaforge.db.store import Store
 
 SEED = 20261129
+FUZZ_TOKEN = secrets.token_urlsafe(32)
 STATELESS_EXAMPLES = 15
 STATEFUL_EXAMPLES = 150  # enough sequences to reach restore and reset whichever path the answers steer
 ALL_HEALTH_CHECKS = cast(list[HealthCheck], list(HealthCheck))
@@ -52,7 +54,8 @@ class _LiveServer:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         try:
-            async with serve_app(create_app(Settings(max_body_bytes=1 << 20), store=self.store)) as url:
+            app = create_app(Settings(max_body_bytes=1 << 20, token=FUZZ_TOKEN), store=self.store)
+            async with serve_app(app) as url:
                 self.url = url
                 self._ready.set()
                 await self._stop.wait()
@@ -97,6 +100,9 @@ ACCEPTED_FOR_VALID_INPUT = ["2XX", "404", "409", "422"]
 
 
 def _configured(loaded: Any) -> Any:
+    # Every request carries the service's token; schemathesis's own ignored_auth check still sends some
+    # without it and expects the 401 the contract declares.
+    loaded.config.update(headers={"Authorization": f"Bearer {FUZZ_TOKEN}"})
     loaded.config.checks.positive_data_acceptance = PositiveDataAcceptanceConfig(
         expected_statuses=ACCEPTED_FOR_VALID_INPUT
     )
@@ -200,7 +206,7 @@ def test_stateful(live: _LiveServer) -> None:
     Machine.run(
         settings=settings(
             max_examples=STATEFUL_EXAMPLES,
-            stateful_step_count=10,
+            stateful_step_count=12,
             database=None,
             deadline=None,
             derandomize=True,

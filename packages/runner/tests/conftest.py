@@ -174,7 +174,7 @@ async def runner(store_mode: str, request: pytest.FixtureRequest) -> AsyncIterat
 
 @pytest.fixture
 async def stub(runner: RunnerHandle) -> AsyncIterator[RunnerServiceStub]:
-    channel = Channel(runner.host, runner.port)
+    channel = runner.channel()
     yield RunnerServiceStub(channel)
     channel.close()
 

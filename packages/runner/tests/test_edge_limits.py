@@ -170,7 +170,7 @@ async def test_a_channel_closed_for_idleness_reconnects_on_its_next_call() -> No
     from tolokaforge.runner import EdgeLimits, RunnerSettings, start_runner
 
     handle = await start_runner(RunnerSettings(edge=EdgeLimits(idle_timeout_s=0.3)))
-    channel = Channel(handle.host, handle.port)
+    channel = handle.channel()
     stub = RunnerServiceStub(channel)
     try:
         for _ in range(3):  # each call comes after the runner closed the idle connection

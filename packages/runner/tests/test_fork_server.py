@@ -83,14 +83,14 @@ async def any_runner(request: pytest.FixtureRequest) -> AsyncIterator[RunnerHand
 
 @pytest.fixture
 async def hostile(runner: RunnerHandle) -> AsyncIterator[Hostile]:
-    channel = Channel(runner.host, runner.port)
+    channel = runner.channel()
     yield Hostile(RunnerServiceStub(channel))
     channel.close()
 
 
 @pytest.fixture
 async def any_hostile(any_runner: RunnerHandle) -> AsyncIterator[Hostile]:
-    channel = Channel(any_runner.host, any_runner.port)
+    channel = any_runner.channel()
     yield Hostile(RunnerServiceStub(channel))
     channel.close()
 
@@ -219,7 +219,7 @@ async def test_code_whose_import_starts_a_thread_is_spawned_not_forked(
 
 async def test_an_idle_zygote_is_stopped_and_the_runner_stops_the_rest() -> None:
     runner = await start_runner(RunnerSettings())
-    channel = Channel(runner.host, runner.port)
+    channel = runner.channel()
     try:
         hostile = Hostile(RunnerServiceStub(channel))
         zygotes = _zygotes(runner)

@@ -65,7 +65,7 @@ class Harness:
         self.channel = self.run(self._channel())
 
     async def _channel(self) -> Channel:
-        return Channel(self.handle.host, self.handle.port, codec=RawCodec())
+        return self.handle.channel(codec=RawCodec())
 
     def run(self, coroutine: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=120)

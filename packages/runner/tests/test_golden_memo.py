@@ -59,7 +59,7 @@ MARK_X = {"tool_name": "mark", "arguments": {"text": "x"}}
 
 async def _open(settings: RunnerSettings) -> tuple[RunnerHandle, Channel]:
     handle = await start_runner(settings)
-    return handle, Channel(handle.host, handle.port)
+    return handle, handle.channel()
 
 
 @pytest.fixture

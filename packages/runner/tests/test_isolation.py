@@ -304,7 +304,7 @@ async def test_non_finite_budgets_on_the_wire_still_band_the_call(trials: Trials
 @pytest.fixture
 async def trusted() -> AsyncIterator[tuple[RunnerHandle, Trials]]:
     handle = await start_runner(RunnerSettings(isolation="thread", max_tool_threads=4))
-    channel = Channel(handle.host, handle.port)
+    channel = handle.channel()
     yield handle, Trials(RunnerServiceStub(channel))
     channel.close()
     await handle.close()

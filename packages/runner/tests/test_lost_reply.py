@@ -37,7 +37,7 @@ async def proxied() -> AsyncIterator[tuple[RunnerServiceStub, DroppingProxy]]:
         proxy = DroppingProxy(host, int(port))
         proxy_url = await proxy.start()
         handle = await start_runner(RunnerSettings(db_url=proxy_url))
-        channel = Channel(handle.host, handle.port)
+        channel = handle.channel()
         try:
             yield RunnerServiceStub(channel), proxy
         finally:

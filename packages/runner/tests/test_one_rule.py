@@ -173,7 +173,7 @@ async def test_a_failed_call_leaves_the_state_as_it_was_and_answers_in_its_band(
 ) -> None:
     source = SOURCES[source_name]
     handle = await start_runner(RunnerSettings(isolation=source.isolation))  # pyright: ignore[reportArgumentType]
-    channel = Channel(handle.host, handle.port)
+    channel = handle.channel()
     client = Client(RunnerServiceStub(channel))
     trial_id = f"rule_{source_name}_{mode}:0"
     try:

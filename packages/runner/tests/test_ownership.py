@@ -135,7 +135,7 @@ class start_runner_ctx:
 
     async def __aenter__(self) -> RunnerServiceStub:
         self.handle = await start_runner(self.settings)
-        self.channel = Channel(self.handle.host, self.handle.port)
+        self.channel = self.handle.channel()
         return RunnerServiceStub(self.channel)
 
     async def __aexit__(self, *exc: object) -> None:

@@ -33,7 +33,7 @@ async def test_every_rpc_answers_typed_errors_while_the_store_is_down(
 ) -> None:
     async with serve_settings(DbSettings(store="memory", port=0)) as db_url:
         handle = await start_runner(RunnerSettings(db_url=db_url))
-        channel = Channel(handle.host, handle.port)
+        channel = handle.channel()
         stub = RunnerServiceStub(channel)
         assert (await stub.register_trial(request_for(spec_factory("down:0")))).success
     # the DB service is gone now (its port closed)

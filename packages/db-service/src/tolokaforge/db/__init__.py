@@ -18,9 +18,11 @@ from .errors import (
     BadRequestError,
     ConflictError,
     DBServiceError,
+    ForbiddenError,
     NotFoundError,
     PayloadTooLargeError,
     StoreUnreachableError,
+    UnauthorizedError,
     ValidationFailedError,
 )
 from .http_client import HttpStateClient
@@ -35,6 +37,7 @@ __all__ = [
     "BadRequestError",
     "ConflictError",
     "DBServiceError",
+    "ForbiddenError",
     "HealthInfo",
     "HttpStateClient",
     "LocalStateClient",
@@ -48,6 +51,7 @@ __all__ = [
     "Store",
     "StoreUnreachableError",
     "TrialInit",
+    "UnauthorizedError",
     "ValidationFailedError",
     "VersionedState",
     "create_app",

@@ -3,7 +3,8 @@
 Routes are exactly the OpenAPI document's paths and methods (tests compare them), plus the document
 itself at ``/openapi.yaml`` (the file, byte for byte) and ``/openapi.json``. Every error answers with the
 contract's ``Error`` body: handlers map the errors.py tree, unknown paths and wrong methods to it.
-Bodies are read with a size limit (413) before anything parses them.
+Bodies are read with a size limit (413) before anything parses them, and a trial's bodies add up
+to a write quota (413 too). Every request but the documents' presents the service's token (auth.py).
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Scope
 
+from tolokaforge.core.credentials import new_token
+from tolokaforge.db.auth import TokenGate
 from tolokaforge.db.errors import DBServiceError, PayloadTooLargeError
 from tolokaforge.db.service import Service
 from tolokaforge.db.settings import Settings
@@ -59,11 +63,24 @@ def _error(exc: DBServiceError, headers: dict[str, str] | None = None) -> Respon
 class _Endpoints:
     """One coroutine per operation: decode the request, call the service, encode the answer."""
 
-    def __init__(self, service: Service, max_body_bytes: int) -> None:
+    def __init__(self, service: Service, max_body_bytes: int, max_trial_bytes: int) -> None:
         self.service = service
         self.max_body_bytes = max_body_bytes
+        self.max_trial_bytes = max_trial_bytes
+        self._written: dict[str, int] = {}
+        """Bytes each trial's init and patches brought in (this process's count, per init)."""
 
-    async def _body(self, request: Request) -> Any:
+    def _charge(self, trial_id: str, size: int, *, init: bool) -> None:
+        """Count ``size`` against the trial's write quota; 413 once it is used up."""
+        used = size + (0 if init else self._written.get(trial_id, 0))
+        if used > self.max_trial_bytes:
+            raise PayloadTooLargeError(
+                f"trial {trial_id!r} would hold over its quota of {self.max_trial_bytes} bytes written",
+                {"limit": self.max_trial_bytes, "trial_id": trial_id},
+            )
+        self._written[trial_id] = used
+
+    async def _body(self, request: Request, *, init: bool = False) -> Any:
         declared = request.headers.get("content-length")
         limit = self.max_body_bytes
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -75,6 +92,9 @@ class _Endpoints:
             if size > limit:
                 raise PayloadTooLargeError(f"the body is over {limit} bytes", {"limit": limit})
             chunks.append(chunk)
+        trial_id = request.path_params.get("trial_id")
+        if trial_id is not None:
+            self._charge(str(trial_id), size, init=init)
         return parse_body(b"".join(chunks))
 
     @staticmethod
@@ -85,7 +105,7 @@ class _Endpoints:
         return _json(await self.service.health())
 
     async def init_trial(self, request: Request) -> Response:
-        body = await self._body(request)
+        body = await self._body(request, init=True)
         return _json(await self.service.init_trial(self._path(request, "trial_id"), body), 201)
 
     async def _state(self, request: Request, stable: bool) -> Response:
@@ -129,7 +149,9 @@ class _Endpoints:
         return _json(await self.service.reset(self._path(request, "trial_id")))
 
     async def delete_trial(self, request: Request) -> Response:
-        await self.service.delete_trial(self._path(request, "trial_id"), request.query_params.get("owner"))
+        trial_id = self._path(request, "trial_id")
+        await self.service.delete_trial(trial_id, request.query_params.get("owner"))
+        self._written.pop(trial_id, None)
         return Response(status_code=204)
 
     async def renew_lease(self, request: Request) -> Response:
@@ -245,6 +267,7 @@ def create_app(
 ) -> Starlette:
     """The app for ``settings``; ``store`` and ``spec`` default to what the settings name.
 
+    Requests must present ``settings.token`` (None: a fresh token, kept in ``app.state.token``).
     The lifespan starts the store and closes it, unless ``owns_store`` is false (a store that is already
     started and belongs to someone else). ``extra_routes`` exist for benchmarks (an echo route beside
     the real ones); the service's own routes are always exactly the contract's.
@@ -252,7 +275,8 @@ def create_app(
     spec = spec or ApiSpec.load(settings.spec_path)
     store = store or make_store(settings)
     service = Service(store, spec)
-    endpoints = _Endpoints(service, settings.max_body_bytes)
+    endpoints = _Endpoints(service, settings.max_body_bytes, settings.max_trial_bytes)
+    token = settings.token or new_token()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncGenerator[None, None]:
@@ -270,9 +294,11 @@ def create_app(
         routes=routes,
         exception_handlers={HTTPException: _http_exception_handler(routes), DBServiceError: _service_error},
         lifespan=lifespan,
+        middleware=[Middleware(TokenGate, token=token, open_paths=frozenset(DOC_PATHS))],
     )
     # No redirect for a trailing slash (or a path that normalises to another route): a 307 carries no
     # Error body, and the contract's paths have exactly one spelling. Such paths answer 404 with one.
     app.router.redirect_slashes = False
     app.state.service = service
+    app.state.token = token
     return app

@@ -3,19 +3,24 @@
     tolokaforge-db --store memory|postgres --dsn DSN --host 127.0.0.1 --port 8765
 
 Every option is also a ``TOLOKAFORGE_DB_<OPTION>`` variable (``tolokaforge.core.settings``: flags win).
-A bad or missing setting (``--store postgres`` without ``--dsn``) or a missing prerequisite (an
-unreachable PostgreSQL, a missing contract file) ends with one line on stderr and exit status 2.
+A bad or missing setting (``--store postgres`` without ``--dsn``, a public ``--host`` without TLS, an
+unreadable token file) or a missing prerequisite (an unreachable PostgreSQL, a missing contract file)
+ends with one line on stderr and exit status 2. Every request needs the service's token: from
+``--token-file``, or made at start and written to the default file, whose path (never the token) is
+printed as ``tolokaforge-db token in PATH``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 import uvicorn
 
+from tolokaforge.core.credentials import CredentialError, load_or_create_token, refuse_public_bind
 from tolokaforge.core.settings import exit_on_settings_error, parse_settings
 from tolokaforge.db.settings import ENV_PREFIX, PROG, DbOptions, Settings
 
@@ -38,6 +43,13 @@ def _run(argv: Sequence[str] | None) -> int:
     from tolokaforge.db.app import create_app
 
     try:
+        refuse_public_bind(settings.host, tls=settings.tls_cert is not None, flags="--tls-cert and --tls-key")
+        token, token_path = load_or_create_token(settings.token_file, "db", settings.port)
+    except CredentialError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    settings = dataclasses.replace(settings, token=token)
+    try:
         if settings.store == "postgres" and settings.dsn:
             asyncio.run(_check_postgres(settings.dsn))
         app = create_app(settings)
@@ -47,7 +59,16 @@ def _run(argv: Sequence[str] | None) -> int:
     except Exception as exc:  # asyncpg's errors do not share a base with OSError
         print(f"{PROG}: cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False)
+    print(f"{PROG} token in {token_path}", flush=True)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        access_log=False,
+        ssl_certfile=settings.tls_cert,
+        ssl_keyfile=settings.tls_key,
+    )
     return 0
 
 

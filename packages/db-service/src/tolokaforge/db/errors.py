@@ -2,6 +2,8 @@
 
     DBServiceError                 (error, message, details) -- the OpenAPI ``Error`` body
     ├── BadRequestError            400  the body is not JSON
+    ├── UnauthorizedError          401  no token, or not the service's
+    ├── ForbiddenError             403  a trial-scoped door asked for another trial (the runner's gateway)
     ├── NotFoundError              404  unknown trial, table, snapshot or record
     ├── ConflictError              409  trial/snapshot exists, key taken, ambiguous selector, stale version
     ├── PayloadTooLargeError       413  body over the size limit
@@ -20,9 +22,11 @@ __all__ = [
     "BadRequestError",
     "ConflictError",
     "DBServiceError",
+    "ForbiddenError",
     "NotFoundError",
     "PayloadTooLargeError",
     "StoreUnreachableError",
+    "UnauthorizedError",
     "ValidationFailedError",
 ]
 
@@ -45,6 +49,16 @@ class DBServiceError(Exception):
 class BadRequestError(DBServiceError):
     code = "bad_request"
     status = 400
+
+
+class UnauthorizedError(DBServiceError):
+    code = "unauthorized"
+    status = 401
+
+
+class ForbiddenError(DBServiceError):
+    code = "forbidden"
+    status = 403
 
 
 class NotFoundError(DBServiceError):

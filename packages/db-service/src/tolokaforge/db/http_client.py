@@ -11,20 +11,24 @@ whichever client it holds. Transport failures (refused connection, timeout, a lo
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 from urllib.parse import quote
 
 import aiohttp
 
+from tolokaforge.core.credentials import bearer
 from tolokaforge.db.client import HealthInfo, StateHashes, VersionedState
 from tolokaforge.db.errors import (
     BadRequestError,
     ConflictError,
     DBServiceError,
+    ForbiddenError,
     NotFoundError,
     PayloadTooLargeError,
     StoreUnreachableError,
+    UnauthorizedError,
     ValidationFailedError,
 )
 from tolokaforge.db.spec import ApiSpec
@@ -34,7 +38,15 @@ __all__ = ["HttpStateClient"]
 
 _BY_STATUS: dict[int, type[DBServiceError]] = {
     cls.status: cls
-    for cls in (BadRequestError, NotFoundError, ConflictError, PayloadTooLargeError, ValidationFailedError)
+    for cls in (
+        BadRequestError,
+        UnauthorizedError,
+        ForbiddenError,
+        NotFoundError,
+        ConflictError,
+        PayloadTooLargeError,
+        ValidationFailedError,
+    )
 }
 _JSON_HEADERS = {"Content-Type": "application/json"}
 
@@ -53,12 +65,15 @@ def _error(status: int, body: bytes) -> DBServiceError:
 
 
 class HttpStateClient:
-    """A StateClient for a DB service at ``base_url`` (e.g. ``http://127.0.0.1:8765``)."""
+    """A StateClient for a DB service at ``base_url`` (e.g. ``http://127.0.0.1:8765``), presenting
+    ``token`` (the service's, docs/services.md) on every request."""
 
     def __init__(
         self,
         base_url: str,
         *,
+        token: str | None,
+        ssl_context: ssl.SSLContext | None = None,
         session: aiohttp.ClientSession | None = None,
         timeout_s: float = 60.0,
         max_connections: int = 100,
@@ -66,9 +81,12 @@ class HttpStateClient:
         self._base = base_url.rstrip("/")
         self._owns_session = session is None
         self._session = session or aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=max_connections),
+            connector=aiohttp.TCPConnector(limit=max_connections, ssl=ssl_context or True),
             timeout=aiohttp.ClientTimeout(total=timeout_s),
         )
+        authorization = {} if token is None else {"Authorization": bearer(token)}
+        self._headers = authorization
+        self._json_headers = {**_JSON_HEADERS, **authorization}
 
     async def _call(self, method: str, path: str, body: Any = None, params: Any = None) -> Any:
         data = None if body is None else dump_body(body)
@@ -78,7 +96,7 @@ class HttpStateClient:
                 self._base + path,
                 data=data,
                 params=params,
-                headers=_JSON_HEADERS if data is not None else None,
+                headers=self._json_headers if data is not None else self._headers,
             ) as response:
                 payload = await response.read()
         except aiohttp.ClientConnectorError as error:

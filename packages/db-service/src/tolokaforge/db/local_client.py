@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncGenerator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, cast
 
 from tolokaforge.db.client import HealthInfo, StateHashes, VersionedState
@@ -54,17 +55,20 @@ class LocalStateClient:
         return self._service
 
     @contextlib.asynccontextmanager
-    async def serve_http(self) -> AsyncGenerator[str, None]:
-        """Serve this client's store as the DB service over HTTP on an ephemeral loopback port; yield its
-        base URL. For processes that need a URL (MCP servers) while the store lives in this process. The
-        store is not closed when serving stops: it still belongs to this client."""
+    async def serve_http(self, *, token: str, uds: Path | None = None) -> AsyncGenerator[str, None]:
+        """Serve this client's store as the DB service over HTTP, requests presenting ``token``, on the
+        unix socket ``uds`` or else an ephemeral loopback port; yield its base URL. For processes that
+        need a URL (MCP servers) while the store lives in this process. The store is not closed when
+        serving stops: it still belongs to this client."""
         # Imported here: only the embedded runner that starts an MCP server pays for the HTTP stack.
         from tolokaforge.db.app import create_app
         from tolokaforge.db.server import serve_app
         from tolokaforge.db.settings import Settings
 
-        app = create_app(Settings(), store=self._service.store, spec=self._service.spec, owns_store=False)
-        async with serve_app(app) as url:
+        app = create_app(
+            Settings(token=token), store=self._service.store, spec=self._service.spec, owns_store=False
+        )
+        async with serve_app(app, uds=None if uds is None else str(uds)) as url:
             yield url
 
     async def init_trial(

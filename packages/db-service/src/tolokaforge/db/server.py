@@ -22,9 +22,14 @@ __all__ = ["serve_app", "serve_settings"]
 
 
 @contextlib.asynccontextmanager
-async def serve_app(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0) -> AsyncGenerator[str, None]:
-    """Run ``app`` on ``host``; yield its base URL. ``port=0`` takes an ephemeral port."""
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
+async def serve_app(
+    app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0, uds: str | None = None
+) -> AsyncGenerator[str, None]:
+    """Run ``app`` on ``host`` (or the unix socket ``uds``); yield its base URL (``http://unix`` for a
+    socket). ``port=0`` takes an ephemeral port."""
+    config = uvicorn.Config(
+        app, host=host, port=port, uds=uds, log_level="warning", access_log=False, lifespan="on"
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:
@@ -33,9 +38,12 @@ async def serve_app(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0) -> 
                 task.result()  # startup failed: raise its error here
                 raise RuntimeError("uvicorn stopped before it started")
             await asyncio.sleep(0.005)
-        sockets = [sock for listener in server.servers for sock in listener.sockets]
-        bound_port = sockets[0].getsockname()[1]
-        yield f"http://{host}:{bound_port}"
+        if uds is not None:
+            yield "http://unix"
+        else:
+            sockets = [sock for listener in server.servers for sock in listener.sockets]
+            bound_port = sockets[0].getsockname()[1]
+            yield f"http://{host}:{bound_port}"
     finally:
         server.should_exit = True
         await task
@@ -43,6 +51,7 @@ async def serve_app(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0) -> 
 
 @contextlib.asynccontextmanager
 async def serve_settings(settings: Settings, *, store: Store | None = None) -> AsyncGenerator[str, None]:
-    """The DB service app for ``settings`` (or on ``store``), served as :func:`serve_app` does."""
+    """The DB service app for ``settings`` (or on ``store``), served as :func:`serve_app` does; requests
+    must present ``settings.token`` (set it: a fresh one would be known to nobody)."""
     async with serve_app(create_app(settings, store=store), host=settings.host, port=settings.port) as url:
         yield url

@@ -18,11 +18,18 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tolokaforge.core.settings import parse_settings
 
-__all__ = ["ENV_PREFIX", "DbOptions", "Settings"]
+__all__ = ["ENV_PREFIX", "MAX_BODY_BYTES", "MAX_TRIAL_BYTES", "DbOptions", "Settings"]
 
 ENV_PREFIX = "TOLOKAFORGE_DB_"
 PROG = "tolokaforge-db"
 StoreKind = Literal["memory", "postgres"]
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""The largest request body: twice the largest initial state of a pack we know (a few MB), far below
+what would let one request fill the service's memory."""
+MAX_TRIAL_BYTES = 128 * 1024 * 1024
+"""A trial's write quota: its init body and every patch body, added up. It bounds the state one trial
+can grow to (a state is never larger than what was written into it) at no cost per request."""
 
 
 class DbOptions(BaseModel):
@@ -32,9 +39,23 @@ class DbOptions(BaseModel):
 
     store: StoreKind = Field("memory", description="where tables live")
     dsn: str | None = Field(None, description="PostgreSQL DSN, required with --store postgres")
-    host: str = Field("127.0.0.1", description="address to bind")
+    host: str = Field(
+        "127.0.0.1", description="address to bind (not loopback: needs --tls-cert and --tls-key)"
+    )
     port: int = Field(8765, ge=0, le=65535, description="port to bind")
-    max_body_bytes: int = Field(64 * 1024 * 1024, gt=0, description="answer 413 above this request size")
+    token_file: Path | None = Field(
+        None,
+        description="file holding the token every request must present (unset: a new token, written to "
+        "the default file for the port, whose path is printed at start)",
+    )
+    tls_cert: Path | None = Field(None, description="TLS certificate chain (PEM), with --tls-key")
+    tls_key: Path | None = Field(None, description="TLS private key (PEM), with --tls-cert")
+    max_body_bytes: int = Field(MAX_BODY_BYTES, gt=0, description="answer 413 above this request size")
+    max_trial_bytes: int = Field(
+        MAX_TRIAL_BYTES,
+        gt=0,
+        description="answer 413 once a trial's init and patch bodies add up to more than this",
+    )
     spec: Path | None = Field(None, description="contract file to serve (unset: the packaged one)")
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(
         "warning", description="uvicorn log level"
@@ -46,6 +67,8 @@ class DbOptions(BaseModel):
             raise ValueError(
                 f"--store postgres needs --dsn (or {ENV_PREFIX}DSN): there is no default database"
             )
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("TLS needs both --tls-cert and --tls-key")
         return self
 
 
@@ -57,7 +80,13 @@ class Settings:
     dsn: str | None = None
     host: str = "127.0.0.1"
     port: int = 8765
-    max_body_bytes: int = 64 * 1024 * 1024
+    token: str | None = None
+    """What every request must present; None: a fresh one (the app's ``state.token``)."""
+    token_file: Path | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    max_body_bytes: int = MAX_BODY_BYTES
+    max_trial_bytes: int = MAX_TRIAL_BYTES
     spec_path: Path | None = field(default=None)
     log_level: str = "warning"
 
@@ -68,7 +97,11 @@ class Settings:
             dsn=options.dsn,
             host=options.host,
             port=options.port,
+            token_file=options.token_file,
+            tls_cert=options.tls_cert,
+            tls_key=options.tls_key,
             max_body_bytes=options.max_body_bytes,
+            max_trial_bytes=options.max_trial_bytes,
             spec_path=options.spec,
             log_level=options.log_level,
         )

@@ -9,11 +9,19 @@ Before any trial: the output folder is checked (a new run needs a folder without
 needs the same run, by ``run.yaml``), and the runner must answer a HealthCheck within
 ``preflight_budget_s`` — an unreachable runner stops the run in seconds with
 :class:`RunnerUnavailableError`, not after every trial has failed.
+
+Every trial record and ``run.yaml`` are signed with the run's key (run_keys.py, records.py). A new run
+makes its key; ``--resume`` loads it by the run id in ``run.yaml`` (no key, or a ``run.yaml`` that fails
+its signature: refused, exit 2) and checks every finished trial: a record that fails is reported (a
+warning, ``tampered`` in summary.yaml and run.yaml), moved to ``tampered/<time>/`` and run again. Secrets
+the host knows are redacted from everything written (redaction.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,15 +36,29 @@ from .errors import ConfigError
 from .manifest import RunIdentity, read_manifest, refuse_resume_if_different, utc_now, write_manifest
 from .packs.loader import LoadedTask, Pack
 from .ray_backend import RaySettings
+from .records import RecordSigner, check_manifest, check_record
+from .redaction import Redactor, url_password
 from .result_writer import HELPER_MIN_TRIALS, ResultWriter
 from .results import configured_components, is_finished, trial_dir
+from .run_keys import (
+    RunKeyError,
+    key_path,
+    load_run_key,
+    new_run_id,
+    new_run_key,
+    prepare_key_dir,
+    store_run_key,
+)
 from .runner_client import RunnerClient, open_runner
 from .slots import TrialSlots
 from .summary import EntryTexts, RunSummary, summarise, write_summary
 from .trial_rows import TrialRow, row_of
 from .users.base import UserSimulatorFactory
+from .yaml_files import parse_yaml
 
 __all__ = ["RunObserver", "RunSettings", "run_pack"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -46,6 +68,10 @@ class RunSettings:
     concurrency: int = 4
     runner: str | None = None
     """``host:port`` of a running runner; None starts the embedded one."""
+    runner_token_file: Path | None = None
+    """The running runner's token file (None: the one a runner on this machine wrote for its port)."""
+    runner_ca: Path | None = None
+    """The CA that signed the running runner's TLS certificate (None: plain gRPC, loopback)."""
     isolation: Literal["sandbox", "process", "thread"] = "sandbox"
     """How the embedded runner runs python tools (docs/isolation.md); a remote runner decides for itself."""
     sandbox_without: tuple[str, ...] = ()
@@ -97,29 +123,119 @@ def _select(pack: Pack, task_ids: tuple[str, ...]) -> list[LoadedTask]:
 
 
 def _identity(
-    pack: Pack, agents: AgentFactory, tasks: list[LoadedTask], settings: RunSettings
+    pack: Pack, agents: AgentFactory, tasks: list[LoadedTask], settings: RunSettings, redactor: Redactor
 ) -> RunIdentity:
     models = dict(settings.models) or {"agent": agents.model}
-    options = {
-        "max_turns": settings.default_max_turns,
-        "max_attempts": settings.max_attempts,
-        "concurrency": settings.concurrency,
-        **settings.options,
-    }
+    options: dict[str, Any] = redactor.value(
+        {
+            "max_turns": settings.default_max_turns,
+            "max_attempts": settings.max_attempts,
+            "concurrency": settings.concurrency,
+            **settings.options,
+        }
+    )
     return RunIdentity.of(
         pack, agents.name, models, tuple(t.task_id for t in tasks), settings.trials, options
     )
 
 
-def _check_output(settings: RunSettings, identity: RunIdentity, any_finished: bool) -> dict[str, Any] | None:
+def _check_output(
+    settings: RunSettings, identity: RunIdentity, any_finished: bool
+) -> tuple[dict[str, Any] | None, RecordSigner]:
+    """The run recorded in the output folder (None for a new run), and the signer of this run."""
     recorded = read_manifest(settings.output)
     if settings.resume:
-        refuse_resume_if_different(recorded, identity, settings.output)
-    elif recorded is not None or any_finished:
+        refuse_resume_if_different(recorded, identity, settings.output)  # no run.yaml, or another run
+        assert recorded is not None
+        return recorded, _recorded_signer(recorded, settings.output)
+    if recorded is not None or any_finished:
         raise ConfigError(
             f"{settings.output} already holds a run: pass --resume to continue it, or choose another --output"
         )
-    return recorded
+    prepare_key_dir(settings.output)  # a key directory that cannot be used stops the run before it starts
+    return None, RecordSigner(new_run_id(), new_run_key())
+
+
+def _recorded_signer(recorded: dict[str, Any], output: Path) -> RecordSigner:
+    """The signer of the run ``run.yaml`` records, once its key is found and run.yaml passes its
+    signature; refused (exit 2) otherwise: nothing of a run whose key is gone can be trusted, and
+    re-running it all silently could cost as much as the run did."""
+    run_id = recorded.get("run_id")
+    if not isinstance(run_id, str):
+        raise RunKeyError(
+            f"--resume refused: {output}/run.yaml names no run_id, so its results cannot be verified (a "
+            "version that did not sign them wrote it, or it was edited); start a new run"
+        )
+    key = load_run_key(run_id)
+    if key is None:
+        raise RunKeyError(
+            f"--resume refused: the signing key of run {run_id} is not at {key_path(run_id)}, so none of "
+            f"{output}'s results can be verified; copy the key file there from the machine that ran it, "
+            "or start a new run"
+        )
+    signer = RecordSigner(run_id, key)
+    problem = check_manifest(recorded, signer)
+    if problem is not None:
+        raise RunKeyError(f"--resume refused: {problem}; start a new run")
+    return signer
+
+
+def _verify_finished(
+    output: Path, keys: list[tuple[LoadedTask, int]], finished: list[bool], signer: RecordSigner
+) -> tuple[dict[tuple[str, int], TrialRow], list[dict[str, Any]]]:
+    """Check every finished trial's record: the rows of intact ones (from the very bytes checked), and
+    what was wrong with the others, whose directories are moved aside (``finished`` turns False)."""
+    rows: dict[tuple[str, int], TrialRow] = {}
+    tampered: list[dict[str, Any]] = []
+    stamp = utc_now().replace("-", "").replace(":", "").replace("+0000", "Z")
+    for position, (loaded, index) in enumerate(keys):
+        if not finished[position]:
+            continue
+        directory = trial_dir(output, loaded.task_id, index)
+        check = check_record(directory, signer, loaded.task_id, index)
+        if check.intact:
+            documents = {
+                name: parse_yaml(check.contents[name])
+                for name in ("grade.yaml", "trajectory.yaml", "metrics.yaml")
+            }
+            rows[(loaded.task_id, index)] = row_of(
+                loaded.task_id,
+                index,
+                documents["grade.yaml"],
+                documents["trajectory.yaml"],
+                documents["metrics.yaml"],
+            )
+            continue
+        finished[position] = False
+        aside = _move_aside(output, directory, stamp, loaded.task_id, index)
+        entry = {
+            "task_id": loaded.task_id,
+            "trial_index": index,
+            "file": check.file,
+            "problem": check.problem,
+            "moved_to": aside.relative_to(output).as_posix(),
+        }
+        tampered.append(entry)
+        log.warning(
+            "tolokaforge: warning: trial %s/%d failed its signature check: %s; not counted: its files are "
+            "in %s and it runs again",
+            loaded.task_id,
+            index,
+            check.problem,
+            aside,
+        )
+    return rows, tampered
+
+
+def _move_aside(output: Path, directory: Path, stamp: str, task_id: str, index: int) -> Path:
+    target = output / "tampered" / stamp / task_id / str(index)
+    suffix = 1
+    while target.exists() or target.is_symlink():
+        suffix += 1
+        target = output / "tampered" / f"{stamp}-{suffix}" / task_id / str(index)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(directory, target)
+    return target
 
 
 async def _runner_facts(runner: RunnerClient, settings: RunSettings) -> dict[str, Any]:
@@ -164,8 +280,14 @@ async def run_pack(
         any_trials and is_finished(trial_dir(settings.output, loaded.task_id, index))
         for loaded, index in keys
     ]
-    identity = _identity(pack, agents, tasks, settings)
-    recorded = _check_output(settings, identity, any(finished))
+    judge_url = settings.judge_model.base_url if settings.judge_model is not None else None
+    redactor = Redactor.from_environment(extra=(url_password(settings.llm_endpoint), url_password(judge_url)))
+    identity = _identity(pack, agents, tasks, settings, redactor)
+    recorded, signer = _check_output(settings, identity, any(finished))
+    rows: dict[tuple[str, int], TrialRow] = {}
+    tampered: list[dict[str, Any]] = []
+    if recorded is not None and any(finished):
+        rows, tampered = _verify_finished(settings.output, keys, finished, signer)
     todo = [key for key, done in zip(keys, finished, strict=True) if not done]
     # Trials start round by round: every task's trial 0, then every task's trial 1, ... (results stay in
     # task order). A task's third trial then usually starts after its first two were graded, so it
@@ -175,9 +297,15 @@ async def run_pack(
     todo.sort(key=lambda key: key[1])  # stable: within a round, tasks keep their order
     summary = RunSummary(pack=pack.name, agent=agents.name, trials_per_task=settings.trials)
     summary.skipped = len(keys) - len(todo)
+    summary.tampered = tampered
     started_at = str(recorded["started_at"]) if recorded and recorded.get("started_at") else utc_now()
     resumed_at = [*map(str, cast(list[Any], recorded.get("resumed_at") or [])), utc_now()] if recorded else []
     runner_facts: dict[str, Any] = dict(recorded.get("runner") or {}) if recorded else {}
+    found_at = utc_now()
+    tampered_so_far = [
+        *cast(list[Any], (recorded or {}).get("tampered") or []),
+        *({**entry, "found_at": found_at} for entry in tampered),
+    ]
     trial_settings = TrialSettings(
         run_id=settings.output.name,
         max_attempts=settings.max_attempts,
@@ -185,9 +313,13 @@ async def run_pack(
         judge_model=settings.judge_model,
     )
     crashes: dict[tuple[str, int], str] = {}
-    rows: dict[tuple[str, int], TrialRow] = {}
+    key_kept = recorded is not None  # a resumed run's key is where it was found
 
     def manifest(finished_at: str | None) -> None:
+        nonlocal key_kept
+        if not key_kept:  # with run.yaml, never before: a run that did not start leaves no key behind
+            store_run_key(signer.run_id, signer.key, settings.output)
+            key_kept = True
         write_manifest(
             settings.output,
             identity,
@@ -196,6 +328,10 @@ async def run_pack(
             started_at=started_at,
             finished_at=finished_at,
             resumed_at=resumed_at,
+            run_id=signer.run_id,
+            tampered=tampered_so_far,
+            signer=signer,
+            redactor=redactor,
         )
 
     def begin(facts: dict[str, Any]) -> None:
@@ -211,7 +347,7 @@ async def run_pack(
         grading = by_id[outcome.task_id].task.grading
         if outcome.infrastructure_error is not None:
             # Never graded: no grade.yaml, so the trial is unfinished and --resume runs it.
-            crashes[(outcome.task_id, outcome.trial_index)] = (
+            crashes[(outcome.task_id, outcome.trial_index)] = redactor.text(
                 f"infrastructure: {outcome.infrastructure_error}"
             )
         written = writer.write(
@@ -229,10 +365,10 @@ async def run_pack(
         observer.trial_done(outcome)
 
     def crash(key: tuple[str, int], error: str) -> None:
-        crashes[key] = f"the host failed on it: {error}"
+        crashes[key] = redactor.text(f"the host failed on it: {error}")
 
     started = time.perf_counter()
-    writer = ResultWriter(helper=len(todo) >= HELPER_MIN_TRIALS)
+    writer = ResultWriter(helper=len(todo) >= HELPER_MIN_TRIALS, signer=signer, redactor=redactor)
     entries = EntryTexts()
     try:
         if todo and settings.ray is not None:
@@ -253,6 +389,8 @@ async def run_pack(
         elif todo:
             async with open_runner(
                 settings.runner,
+                token_file=settings.runner_token_file,
+                ca_file=settings.runner_ca,
                 transport_budget_s=settings.transport_budget_s,
                 isolation=settings.isolation,
                 sandbox_without=settings.sandbox_without,

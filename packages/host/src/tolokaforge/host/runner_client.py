@@ -19,8 +19,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import ssl
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol, TypeVar
 
 import grpclib.exceptions
@@ -43,6 +45,7 @@ from tolokaforge.contracts.runner import (
     RunnerServiceStub,
     ToolSchema,
 )
+from tolokaforge.core.credentials import CredentialError, authorize_channel, client_tls, client_token
 from tolokaforge.core.models import TrialSpec
 from tolokaforge.core.retry import Backoff, RetryPolicy, retry_async
 
@@ -133,11 +136,16 @@ class RunnerClient:
         transport_budget_s: float = 30.0,
         rpc_timeout_s: float = 300.0,
         stub: RunnerStub | None = None,
+        token: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.address = f"{host}:{port}"
         self._channel: Channel | None = None
         if stub is None:
-            self._channel = Channel(host, port, codec=ReplyCodec())
+            if token is None:
+                raise ValueError("a runner over gRPC needs its token")
+            self._channel = Channel(host, port, codec=ReplyCodec(), ssl=ssl_context)
+            authorize_channel(self._channel, token)
             stub = RunnerServiceStub(self._channel)
         self._stub: RunnerStub = stub
         self._wires: TaskWires | None = None
@@ -303,6 +311,8 @@ async def open_runner(
     golden_replay: Literal["task", "trial"] = "task",
     serve: bool = False,
     sandbox_without: Sequence[str] = (),
+    token_file: Path | None = None,
+    ca_file: Path | None = None,
 ) -> AsyncGenerator[RunnerClient]:
     """A client of the runner at ``address``, or of an embedded runner (run with ``isolation`` and
     ``golden_replay``) started for the duration.
@@ -310,10 +320,19 @@ async def open_runner(
     The embedded runner is called in process unless ``serve``: then it also listens on a loopback port,
     the client's ``address``, and is called over gRPC like any other (for callers that open their
     own connections to it, e.g. the pytest plugin's raw stub).
+
+    A runner at ``address`` is called with its token: from ``token_file``, else from the file a runner
+    on this machine wrote for that port (docs/services.md); over TLS when ``ca_file`` (the CA that
+    signed its certificate) is given. No token is a :class:`ConfigError` naming ``--runner-token-file``.
     """
     if address is not None:
         host, port = parse_address(address)
-        client = RunnerClient(host, port, transport_budget_s=transport_budget_s)
+        try:
+            token = client_token("runner", host, port, token_file, flag="--runner-token-file")
+            tls = None if ca_file is None else client_tls(ca_file)
+        except CredentialError as error:
+            raise ConfigError(str(error)) from error
+        client = RunnerClient(host, port, transport_budget_s=transport_budget_s, token=token, ssl_context=tls)
         try:
             yield client
         finally:
@@ -329,7 +348,9 @@ async def open_runner(
     except SandboxUnavailable as error:  # the machine lacks a layer: a setup error, said in one line
         raise ConfigError(str(error)) from error
     if serve:
-        client = RunnerClient(handle.host, handle.port, transport_budget_s=transport_budget_s)
+        client = RunnerClient(
+            handle.host, handle.port, transport_budget_s=transport_budget_s, token=handle.token
+        )
     else:
         client = RunnerClient(
             "embedded", 0, transport_budget_s=transport_budget_s, stub=handle.in_process_stub()

@@ -10,6 +10,9 @@ and buffers a message whole whatever its declared length. Here every RPC handler
   message at all) fail with INVALID_ARGUMENT;
 * any other exception escaping a handler is INTERNAL (logged), never UNKNOWN.
 
+Every call must carry the runner's token (``authorization: Bearer <token>`` metadata, compared in
+constant time): one without it, or with another, fails UNAUTHENTICATED before its request is read.
+
 Connections are guarded too: HTTP/2 ``MAX_CONCURRENT_STREAMS`` is announced per connection, and a
 connection with no open stream and no bytes received for ``idle_timeout_s`` is sent GOAWAY and closed,
 so silent sockets cannot pile up. Defaults and their reasons: docs/faults.md.
@@ -31,6 +34,8 @@ from grpclib.exceptions import GRPCError
 from grpclib.protocol import H2Protocol
 from grpclib.server import Server
 from h2.settings import SettingCodes
+
+from tolokaforge.core.credentials import presented_token, token_matches
 
 from .reply_wire import ReplyCodec
 
@@ -105,8 +110,20 @@ def _check_field_types(message: Any, message_type: Any) -> None:
             raise _invalid(f"{message_type.__name__}.{field.name} is not of its declared type")
 
 
-def _guard(path: str, func: StreamHandler, limits: EdgeLimits) -> StreamHandler:
+def _check_token(stream: Any, token: str) -> None:
+    metadata: Any = stream.metadata
+    presented = presented_token(metadata.get("authorization") if metadata is not None else None)
+    if presented is None:
+        raise GRPCError(Status.UNAUTHENTICATED, "this runner needs its token: authorization: Bearer <token>")
+    if not token_matches(presented, token):
+        raise GRPCError(Status.UNAUTHENTICATED, "the token presented is not this runner's")
+
+
+def _guard(path: str, func: StreamHandler, limits: EdgeLimits, token: str | None) -> StreamHandler:
     async def guarded(stream: Any) -> None:
+        if token is not None:
+            _check_token(stream, token)
+
         async def receive() -> Any:
             try:
                 # A timeout scope, not wait_for: wait_for runs the read as a task of its own, on every call.
@@ -131,15 +148,16 @@ def _guard(path: str, func: StreamHandler, limits: EdgeLimits) -> StreamHandler:
 
 
 def guard_mapping(
-    mapping: Mapping[str, grpclib.const.Handler], limits: EdgeLimits
+    mapping: Mapping[str, grpclib.const.Handler], limits: EdgeLimits, token: str | None
 ) -> dict[str, grpclib.const.Handler]:
-    """``mapping`` with every handler reading its request under ``limits`` and answering typed errors."""
+    """``mapping`` with every handler checking ``token`` (None: no check, for in-process callers), reading
+    its request under ``limits`` and answering typed errors."""
     guarded: dict[str, grpclib.const.Handler] = {}
     for path, handler in mapping.items():
         entry: Any = handler  # grpclib's Handler is an untyped namedtuple
         func, cardinality, request_type, reply_type = entry
         guarded[path] = grpclib.const.Handler(
-            _guard(path, func, limits), cardinality, request_type, reply_type
+            _guard(path, func, limits, token), cardinality, request_type, reply_type
         )
     return guarded
 

@@ -48,6 +48,7 @@ from .golden_memo import GoldenReplay
 from .isolated import worker_code
 from .process.cgroups import TrialCgroup
 from .state.mirror import TrialMirror
+from .state_endpoint import StateDoor
 from .state_gateway import StateGateway
 from .task_cache import KnownTask, TaskCache, TaskParts
 from .tools import ToolRegistry, load_python_tool
@@ -75,7 +76,7 @@ class TrialRegistry:
         work_dir: Path,
         default_timeout_s: float,
         *,
-        db_url: Callable[[], Awaitable[str]] | None = None,
+        state_door: Callable[[], Awaitable[StateDoor]] | None = None,
         lease_seconds: float = 30.0,
         golden_replay: GoldenReplay = "task",
     ) -> None:
@@ -87,9 +88,9 @@ class TrialRegistry:
         """This incarnation's owner id in the store: a restarted runner is a new owner."""
         self.lease_seconds = lease_seconds
         self.golden_replay: GoldenReplay = golden_replay
-        self._db_url = db_url
-        self.gateway = StateGateway(self._require_db_url, own=executor.confinement.own)
-        """Each sandboxed MCP server's way to its own trial's tables (and no other's)."""
+        self._state_door = state_door
+        self.gateway = StateGateway(self._require_state_door, own=executor.confinement.own)
+        """Each MCP server's way to its own trial's tables (and no other's)."""
         self._trials: dict[str, TrialContext] = {}
         self._pending: set[str] = set()
         self.tasks = TaskCache()
@@ -394,7 +395,7 @@ class TrialRegistry:
             workspace=workspace,
             code_root=code_root,
             log_dir=self.work_dir / "logs",
-            db_url=self._require_db_url,
+            trial_url=lambda: self.gateway.url(trial_id),
             limits=self.executor.isolated.limits.replace(network=True),
             confinement=self.executor.confinement,
             cgroup=cgroup,
@@ -402,10 +403,10 @@ class TrialRegistry:
         )
         return await start_tool_servers(task.tool_servers, places, {"agent": agent, "user": user})
 
-    async def _require_db_url(self) -> str:
-        if self._db_url is None:
-            raise RegistrationError("this runner has no DB service URL to give an MCP server")
-        return await self._db_url()
+    async def _require_state_door(self) -> StateDoor:
+        if self._state_door is None:
+            raise RegistrationError("this runner has no DB service to give an MCP server")
+        return await self._state_door()
 
     async def _create_state(self, spec: TrialSpec, known: KnownTask) -> TrialMirror:
         initial = spec.task.initial_state

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grpclib.client import Channel
+from grpclib.encoding.base import CodecBase
 from grpclib.server import Server
 
+from tolokaforge.core.credentials import authorize_channel, new_token, refuse_public_bind
 from tolokaforge.db import StateClient
 
 from .executor import Isolation, ToolExecutor
@@ -39,7 +43,14 @@ class RunnerSettings:
 
     host: str = "127.0.0.1"
     port: int = 0
+    token: str | None = None
+    """The token every gRPC call must carry; None: a fresh one (read it from :attr:`RunnerHandle.token`)."""
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    """TLS for the gRPC port (PEM files); required to listen on anything but loopback."""
     db_url: str | None = None
+    db_token: str | None = None
+    """The DB service's token (with ``db_url``): the admin credential, held by the runner alone."""
     default_tool_timeout_s: float = 30.0
     max_tool_threads: int = 64
     work_dir: Path | None = None
@@ -70,6 +81,8 @@ class RunnerHandle:
 
     host: str
     port: int
+    token: str
+    """What a gRPC client must present (:meth:`channel` does)."""
     servicer: RunnerServicer
     _server: Server | None
     _client: StateClient
@@ -80,6 +93,12 @@ class RunnerHandle:
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def channel(self, *, codec: CodecBase | None = None, ssl_context: ssl.SSLContext | None = None) -> Channel:
+        """A grpclib channel to this runner whose every call carries its token."""
+        channel = Channel(self.host, self.port, codec=codec, ssl=ssl_context)
+        authorize_channel(channel, self.token)
+        return channel
 
     def in_process_stub(self) -> InProcessStub:
         """A stub calling this runner directly, from the event loop it was started in."""
@@ -112,13 +131,17 @@ async def _state_client(settings: RunnerSettings) -> tuple[StateClient, str]:
         return await LocalStateClient.open(), "memory"
     from tolokaforge.db import HttpStateClient
 
-    return HttpStateClient(settings.db_url), "http"
+    return HttpStateClient(settings.db_url, token=settings.db_token), "http"
 
 
 async def start_runner(settings: RunnerSettings | None = None, *, serve: bool = True) -> RunnerHandle:
     """Start a runner in the current event loop and return once it accepts connections (with ``serve``;
     without, it is reached through :meth:`RunnerHandle.in_process_stub` alone)."""
     settings = settings or RunnerSettings()
+    tls = _tls_context(settings)
+    if serve:
+        refuse_public_bind(settings.host, tls=tls is not None, flags="--tls-cert and --tls-key")
+    token = settings.token or new_token()
     client, store_name = await _state_client(settings)
     tmp = None
     work_dir = settings.work_dir
@@ -150,20 +173,20 @@ async def start_runner(settings: RunnerSettings | None = None, *, serve: bool = 
         fork_server=settings.fork_server,
         confinement=confinement,
     )
-    endpoint = StateEndpoint(client, settings.db_url)
+    endpoint = StateEndpoint(client, settings.db_url, settings.db_token)
     registry = TrialRegistry(
         client,
         executor,
         work_dir,
         settings.default_tool_timeout_s,
-        db_url=endpoint.url,
+        state_door=endpoint.door,
         lease_seconds=settings.lease_seconds,
         golden_replay=settings.golden_replay,
     )
     registry.start_lease_renewal()
-    servicer = RunnerServicer(registry, executor, store_name=store_name, limits=settings.edge)
+    servicer = RunnerServicer(registry, executor, store_name=store_name, limits=settings.edge, token=token)
     if not serve:
-        return RunnerHandle(settings.host, 0, servicer, None, client, executor, endpoint, tmp)
+        return RunnerHandle(settings.host, 0, token, servicer, None, client, executor, endpoint, tmp)
     server = GuardedServer([servicer], settings.edge)
     # Bind first so an ephemeral port is known before serving (grpclib does not report it back).
     # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on sockets that say they are TCP, and
@@ -173,5 +196,16 @@ async def start_runner(settings: RunnerSettings | None = None, *, serve: bool = 
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((settings.host, settings.port))
     port: int = sock.getsockname()[1]
-    await server.start(sock=sock)
-    return RunnerHandle(settings.host, port, servicer, server, client, executor, endpoint, tmp)
+    await server.start(sock=sock, ssl=tls)
+    return RunnerHandle(settings.host, port, token, servicer, server, client, executor, endpoint, tmp)
+
+
+def _tls_context(settings: RunnerSettings) -> ssl.SSLContext | None:
+    if settings.tls_cert is None and settings.tls_key is None:
+        return None
+    if settings.tls_cert is None or settings.tls_key is None:
+        raise ValueError("TLS needs both --tls-cert and --tls-key")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(settings.tls_cert, settings.tls_key)
+    context.set_alpn_protocols(["h2"])
+    return context

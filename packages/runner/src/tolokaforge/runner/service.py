@@ -65,16 +65,20 @@ class RunnerServicer(RunnerServiceBase):
         *,
         store_name: str,
         limits: EdgeLimits | None = None,
+        token: str | None = None,
     ) -> None:
         self.registry = registry
+        self.token = token
+        """What every call over gRPC must present (None: no check; the in-process stub needs none)."""
         self.executor = executor
         self.store_name = store_name
         self.limits = limits or EdgeLimits()
         self.released = ReleasedGrades()
 
     def __mapping__(self) -> dict[str, grpclib.const.Handler]:
-        # Every handler decodes its request under the limits and answers typed errors (grpc_edge.py).
-        return guard_mapping(super().__mapping__(), self.limits)
+        # Every handler checks the token, decodes its request under the limits and answers typed
+        # errors (grpc_edge.py).
+        return guard_mapping(super().__mapping__(), self.limits, self.token)
 
     async def register_trial(self, message: RegisterTrialRequest) -> RegisterTrialResponse:
         try:

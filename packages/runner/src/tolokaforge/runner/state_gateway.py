@@ -1,13 +1,16 @@
-"""A trial's door to the DB service: a unix socket that answers the DB service's HTTP API for one trial.
+"""A trial's door to the DB service: it answers the DB service's HTTP API for that one trial.
 
-A sandboxed MCP server has no network; it reaches its tables through the relay the launcher starts in
-its sandbox (process/relay.py), which leads here. Each trial that has such a server gets a socket of
-its own, and a request is forwarded to the DB service only when its path is that trial's
-(``/trials/<the trial's id>`` and below, no ``.``/``..`` segment, no encoded slash or dot); any
-other answers 403, so the URL in a server's environment opens its own trial and no other. The socket
-lives in a private directory bound into that trial's sandboxes alone.
+MCP servers keep their tables in the DB service, yet none of them may hold its token (the admin
+credential of every trial) or reach another trial. So a server is given a door of its own trial's:
 
-One aiohttp server per runner serves every trial's socket; the socket a request came in on says whose it is.
+* sandboxed, a unix socket bound into that trial's sandboxes alone, reached through the relay the
+  launcher starts in its sandbox (process/relay.py): the socket a request came in on says whose it is;
+* unsandboxed (``--isolation process``), a capability URL on one loopback port,
+  ``http://127.0.0.1:<port>/trial-key/<key>``, where ``<key>`` is a secret made for that trial.
+
+A request is forwarded only when its path is that trial's (``/trials/<the trial's id>`` and below, no
+``.``/``..`` segment, no encoded slash or dot), carrying the service's token, which the gateway adds;
+anything else answers 403 with the contract's Error body. One aiohttp server serves every door.
 """
 
 from __future__ import annotations
@@ -17,38 +20,66 @@ import shutil
 import tempfile
 import urllib.parse
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 from aiohttp import web
 
-__all__ = ["MAX_BODY_BYTES", "StateGateway"]
+from tolokaforge.core.credentials import bearer, new_token, token_matches
 
-MAX_BODY_BYTES = 64 << 20
+from .state_endpoint import StateDoor
+
+__all__ = ["KEY_PREFIX", "MAX_BODY_BYTES", "StateGateway"]
+
+MAX_BODY_BYTES = 32 << 20
 """As the DB service's own request limit."""
 
-_HOP_HEADERS = {"host", "connection", "keep-alive", "transfer-encoding", "content-length", "upgrade"}
+KEY_PREFIX = "/trial-key/"
+
+_HOP_HEADERS = {
+    "host",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "upgrade",
+    "authorization",  # whatever a server sends, the service sees the gateway's credential alone
+}
+
+
+@dataclass
+class _Door:
+    trial_id: str
+    site: web.UnixSite | None = None
+    path: Path | None = None
+    key: str | None = None
 
 
 class StateGateway:
-    """Every trial's socket, served by one aiohttp server that forwards to the DB service."""
+    """Every trial's door, served by one aiohttp server that forwards to the DB service."""
 
-    def __init__(self, db_url: Callable[[], Awaitable[str]], *, own: Callable[[Path], None]) -> None:
-        self._db_url = db_url
+    def __init__(
+        self, state_door: Callable[[], Awaitable[StateDoor]], *, own: Callable[[Path], None]
+    ) -> None:
+        self._state_door = state_door
         self._own = own
         self._runner: web.AppRunner | None = None
+        self._tcp: tuple[web.TCPSite, int] | None = None
         self._session: aiohttp.ClientSession | None = None
-        self._sites: dict[str, tuple[web.UnixSite, Path]] = {}
-        self._trials: dict[str, str] = {}
+        self._doors: dict[str, _Door] = {}
+        self._by_socket: dict[str, str] = {}
         """Socket path -> trial id."""
+        self._keys: list[tuple[str, str]] = []
+        """(key, trial id) of every capability URL handed out."""
         self._lock = asyncio.Lock()
 
     async def open(self, trial_id: str) -> Path:
         """The socket that serves ``trial_id`` (made on first need): its directory is bound into the sandbox."""
         async with self._lock:
-            known = self._sites.get(trial_id)
-            if known is not None:
-                return known[1]
+            door = self._doors.setdefault(trial_id, _Door(trial_id))
+            if door.path is not None:
+                return door.path
             runner = await self._server()
             directory = Path(tempfile.mkdtemp(prefix="tf-state-"))  # short: a socket path has 107 bytes
             path = directory / "state.sock"
@@ -56,23 +87,35 @@ class StateGateway:
             await site.start()
             self._own(directory)
             path.chmod(0o666)  # the sandbox's uid connects; only the trial's sandbox sees the directory
-            self._sites[trial_id] = (site, path)
-            self._trials[str(path)] = trial_id
+            door.site, door.path = site, path
+            self._by_socket[str(path)] = trial_id
             return path
 
-    async def close(self, trial_id: str) -> None:
-        """Stop serving ``trial_id`` (its cleanup)."""
+    async def url(self, trial_id: str) -> str:
+        """A capability URL that serves ``trial_id`` alone, for a server outside the sandbox."""
         async with self._lock:
-            known = self._sites.pop(trial_id, None)
-            if known is None:
+            door = self._doors.setdefault(trial_id, _Door(trial_id))
+            if door.key is None:
+                door.key = new_token()
+                self._keys.append((door.key, trial_id))
+            port = await self._tcp_port()
+            return f"http://127.0.0.1:{port}{KEY_PREFIX}{door.key}"
+
+    async def close(self, trial_id: str) -> None:
+        """Stop serving ``trial_id`` (its cleanup): its socket and its key stop working."""
+        async with self._lock:
+            door = self._doors.pop(trial_id, None)
+            if door is None:
                 return
-            site, path = known
-            self._trials.pop(str(path), None)
-            await site.stop()
-            shutil.rmtree(path.parent, ignore_errors=True)
+            if door.key is not None:
+                self._keys = [(key, owner) for key, owner in self._keys if owner != trial_id]
+            if door.site is not None and door.path is not None:
+                self._by_socket.pop(str(door.path), None)
+                await door.site.stop()
+                shutil.rmtree(door.path.parent, ignore_errors=True)
 
     async def aclose(self) -> None:
-        for trial_id in list(self._sites):
+        for trial_id in list(self._doors):
             await self.close(trial_id)
         if self._runner is not None:
             await self._runner.cleanup()
@@ -90,28 +133,59 @@ class StateGateway:
             self._runner = runner
         return self._runner
 
-    async def _forward(self, request: web.Request) -> web.StreamResponse:
+    async def _tcp_port(self) -> int:
+        if self._tcp is None:
+            site = web.TCPSite(await self._server(), "127.0.0.1", 0)
+            await site.start()
+            server = site._server  # pyright: ignore[reportPrivateUsage] -- aiohttp keeps the bound port here
+            assert isinstance(server, asyncio.Server)
+            self._tcp = (site, server.sockets[0].getsockname()[1])
+        return self._tcp[1]
+
+    def _trial_of(self, request: web.Request) -> tuple[str, str] | None:
+        """(trial id, the path to forward) of a request, by the socket it came on or the key it carries."""
         transport = request.transport
         socket_path = transport.get_extra_info("sockname") if transport is not None else None
-        trial_id = self._trials.get(str(socket_path))
-        if trial_id is None:
-            return _refuse(403, "this socket serves no trial")
-        if not allowed(request.raw_path, trial_id):
+        if isinstance(socket_path, str) and socket_path:
+            trial_id = self._by_socket.get(socket_path)
+            return None if trial_id is None else (trial_id, request.raw_path)
+        if not request.raw_path.startswith(KEY_PREFIX):
+            return None
+        key, slash, rest = request.raw_path[len(KEY_PREFIX) :].partition("/")
+        matched = None
+        for known, trial_id in self._keys:  # every key compared, in constant time each
+            if token_matches(key, known):
+                matched = trial_id
+        return None if matched is None or not slash else (matched, "/" + rest)
+
+    async def _forward(self, request: web.Request) -> web.StreamResponse:
+        found = self._trial_of(request)
+        if found is None:
+            return _refuse(403, "this door serves no trial")
+        trial_id, path = found
+        if not allowed(path, trial_id):
             return _refuse(403, f"this endpoint serves trial {trial_id!r} alone")
-        if self._session is None:
-            self._session = aiohttp.ClientSession(auto_decompress=False)
-        base = (await self._db_url()).rstrip("/")
+        door = await self._state_door()
+        session = self._client_session(door)
         headers = {name: value for name, value in request.headers.items() if name.lower() not in _HOP_HEADERS}
+        if door.token is not None:
+            headers["Authorization"] = bearer(door.token)
         body = await request.read()
         try:
-            async with self._session.request(
-                request.method, base + request.raw_path, headers=headers, data=body or None
+            async with session.request(
+                request.method, door.url.rstrip("/") + path, headers=headers, data=body or None
             ) as answer:
                 content = await answer.read()
                 kept = {k: v for k, v in answer.headers.items() if k.lower() not in _HOP_HEADERS}
                 return web.Response(status=answer.status, body=content, headers=kept)
         except aiohttp.ClientError as error:
             return _refuse(502, f"the DB service could not be reached: {error}")
+
+    def _client_session(self, door: StateDoor) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.UnixConnector(path=str(door.socket)) if door.socket is not None else None
+            self._session = aiohttp.ClientSession(auto_decompress=False, connector=connector)
+        return self._session
 
 
 def allowed(raw_path: str, trial_id: str) -> bool:
@@ -134,4 +208,5 @@ def allowed(raw_path: str, trial_id: str) -> bool:
 
 
 def _refuse(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
+    code = {403: "forbidden"}.get(status, "unavailable")
+    return web.json_response({"error": code, "message": message, "details": {}}, status=status)

@@ -268,9 +268,27 @@ class HealthResponse(BaseModel):
 
 
 class ErrorCode(
-    RootModel[Literal["bad_request", "not_found", "conflict", "payload_too_large", "validation_error"]]
+    RootModel[
+        Literal[
+            "bad_request",
+            "unauthorized",
+            "forbidden",
+            "not_found",
+            "conflict",
+            "payload_too_large",
+            "validation_error",
+        ]
+    ]
 ):
-    root: Literal["bad_request", "not_found", "conflict", "payload_too_large", "validation_error"]
+    root: Literal[
+        "bad_request",
+        "unauthorized",
+        "forbidden",
+        "not_found",
+        "conflict",
+        "payload_too_large",
+        "validation_error",
+    ]
 
 
 class Error(BaseModel):

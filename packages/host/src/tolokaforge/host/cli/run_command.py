@@ -74,6 +74,18 @@ __all__ = ["LLMOptions", "judge_model_config", "run_command"]
     help="A running tolokaforge-runner [default: start one in this process].",
 )
 @option(
+    "--runner-token-file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The --runner's token file [default: the file a runner on this machine wrote for its port].",
+)
+@option(
+    "--runner-ca",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Call the --runner over TLS, trusting this CA certificate (PEM).",
+)
+@option(
     "--ray",
     "ray_address",
     default=None,
@@ -210,6 +222,8 @@ def run_command(ctx: click.Context, **params: Any) -> int:
         trials=params["trials"],
         concurrency=params["concurrency"],
         runner=params["runner_address"],
+        runner_token_file=params["runner_token_file"],
+        runner_ca=params["runner_ca"],
         isolation=params["isolation"],
         sandbox_without=tuple(params["sandbox_without"]),
         golden_replay=params["golden_replay"],

@@ -47,7 +47,10 @@ class ChildProcess:
         limits: Limits | None = None,
         confinement: Confinement | None = None,
         view: View | None = None,
+        stdin_data: bytes | None = None,
     ) -> ChildProcess:
+        """Start ``argv``; its stdin is ``/dev/null``, or a pipe carrying ``stdin_data`` and then closed
+        (how a provider gets its token: never in argv, never in its environment)."""
         limits = limits or Limits(network=True)
         confinement = confinement or Confinement.process()
         view = view or View(cwd=cwd, write=(cwd,))
@@ -55,7 +58,7 @@ class ChildProcess:
             confined_launch(confinement, limits, argv, env, view),
             cwd=cwd,
             env=env,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.DEVNULL if stdin_data is None else asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
@@ -63,6 +66,14 @@ class ChildProcess:
         process = supervised.process
         assert process.stderr is not None
         child._drains.append(asyncio.create_task(child._drain(process.stderr, keep=True)))
+        if stdin_data is not None:
+            assert process.stdin is not None
+            # A few bytes: the pipe's buffer holds them whether or not the child reads. A child that
+            # already died is reported by the handshake read, with its exit code and stderr.
+            with contextlib.suppress(ConnectionError):
+                process.stdin.write(stdin_data)
+                await process.stdin.drain()
+            process.stdin.close()
         return child
 
     @property

@@ -1,7 +1,9 @@
 """Tool-provider plugins: a ToolProviderService subprocess per trial, spoken to over gRPC.
 
 Setup starts the provider, reads its handshake line (with a deadline), checks the protocol version
-against Describe, reads the operations from GetSchema and sends Configure. Each call is one
+against Describe, reads the operations from GetSchema and sends Configure. Each process gets a token of
+its own, on its stdin, which every call carries; and the list of operations the pack enabled, the only
+ones it serves (tolokaforge.core.providers.GuardedProvider). Each call is one
 server-streaming Invoke whose events are collected into a Reply for the kernel to judge. A broken
 transport -- UNAVAILABLE, a stream cut short, a process that exited -- is process_crashed, which only
 the kernel may say: a provider sending that category about itself is a protocol violation, judged in
@@ -39,8 +41,16 @@ from tolokaforge.contracts.tool import (
     ToolKind,
     ToolProviderServiceStub,
 )
+from tolokaforge.core.credentials import bearer, new_token
 from tolokaforge.core.models import ToolDescription, ToolSource
-from tolokaforge.core.providers import PROVIDER_PROTOCOL_VERSION, PROVIDER_SOCKET_ENV, HandshakeError
+from tolokaforge.core.providers import (
+    PROVIDER_ENABLED_ENV,
+    PROVIDER_PROTOCOL_VERSION,
+    PROVIDER_RESERVED_ENV,
+    PROVIDER_SOCKET_ENV,
+    PROVIDER_TOKEN_FD_ENV,
+    HandshakeError,
+)
 
 from ..errors import ToolFailure, ToolLoadError
 from ..process.confinement import Confinement, View
@@ -79,12 +89,18 @@ class ProviderSource:
         limits: Limits,
         confinement: Confinement | None = None,
         view: View | None = None,
+        enabled: Sequence[str] | None = None,
     ) -> None:
         self.name = name
         self._argv = list(argv)
         self._cwd = cwd
-        # Only what the pack declares, never the runner's own environment (API keys live there).
-        self._env = scrubbed_env(dict(env), home=str(cwd))
+        # Only what the pack declares, never the runner's own environment (API keys live there); and
+        # never the variables that say who may call the provider and what it serves: those are the
+        # runner's alone.
+        declared = {key: value for key, value in env.items() if key not in PROVIDER_RESERVED_ENV}
+        if enabled is not None:
+            declared[PROVIDER_ENABLED_ENV] = json.dumps(list(enabled))
+        self._env = scrubbed_env(declared, home=str(cwd))
         self._limits = limits
         self._confinement = confinement
         self._view = view
@@ -205,6 +221,10 @@ class ProviderSource:
             socket_path = str(directory / "provider.sock")
             env = {**env, PROVIDER_SOCKET_ENV: socket_path}
             view = dataclasses.replace(view, write=(*view.write, directory))
+        # A token per process, on its stdin: never in argv (any user's ps shows it), nor in its
+        # environment (its own commands could read it back from /proc).
+        token = new_token()
+        env = {**env, PROVIDER_TOKEN_FD_ENV: "0"}
         try:
             child = await ChildProcess.spawn(
                 self._argv,
@@ -213,6 +233,7 @@ class ProviderSource:
                 limits=self._limits,
                 confinement=self._confinement,
                 view=view,
+                stdin_data=token.encode("ascii") + b"\n",
             )
         except OSError as error:
             raise ToolLoadError(f"provider {self.name!r}: cannot start {self._argv[0]!r}: {error}") from error
@@ -239,7 +260,9 @@ class ProviderSource:
                 )
             else:
                 self._channel = grpclib.client.Channel(handshake.host, handshake.port)
-            stub = ToolProviderServiceStub(self._channel, timeout=_SETUP_RPC_TIMEOUT_S)
+            stub = ToolProviderServiceStub(
+                self._channel, timeout=_SETUP_RPC_TIMEOUT_S, metadata={"authorization": bearer(token)}
+            )
             described = await stub.describe(DescribeRequest())
             if described.protocol_version != handshake.protocol_version:
                 raise ToolLoadError(

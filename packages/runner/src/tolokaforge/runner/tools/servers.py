@@ -39,8 +39,9 @@ class ServerPlaces:
     """The trial's own directory: providers work inside it."""
     code_root: Path | None
     log_dir: Path
-    db_url: Callable[[], Awaitable[str]]
-    """The DB service's URL for MCP servers (started on first need in the embedded mode)."""
+    trial_url: Callable[[], Awaitable[str]]
+    """A capability URL of the runner's state gateway opening this trial alone, for unsandboxed MCP
+    servers (state_gateway.py)."""
     limits: Limits = field(default_factory=lambda: Limits(network=True))
     """Servers keep the network: they speak to the runner (providers) or the DB service (MCP) over TCP."""
     confinement: Confinement = field(default_factory=Confinement.process)
@@ -120,6 +121,7 @@ async def _make_source(server: ToolServer, places: ServerPlaces) -> ToolSourceSe
             limits=limits,
             confinement=places.confinement,
             view=places.view(cwd),
+            enabled=server.enabled,
         )
     view = places.view(cwd)
     if sandboxed and places.state_socket is not None:
@@ -129,7 +131,7 @@ async def _make_source(server: ToolServer, places: ServerPlaces) -> ToolSourceSe
         )
         db_url = f"http://127.0.0.1:{RELAY_PORT}"
     else:
-        db_url = await places.db_url()
+        db_url = await places.trial_url()
     env = {
         **server.env,
         "TOLOKAFORGE_DB_URL": db_url,

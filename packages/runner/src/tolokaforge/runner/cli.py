@@ -201,3 +201,7 @@ def _run(argv: Sequence[str] | None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     raise SystemExit(exit_on_settings_error(PROG, lambda: _run(argv)))
+
+
+if __name__ == "__main__":
+    main()

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,20 @@ import pytest
 from aiohttp import web
 
 PACKS = Path(__file__).resolve().parents[3] / "examples" / "packs"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def run_key_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Runs' signing keys go to a folder of this session, not the home directory (run_keys.py); CLI
+    subprocesses that inherit the environment use it too."""
+    directory = tmp_path_factory.mktemp("run-keys")
+    before = os.environ.get("TOLOKAFORGE_RUN_KEY_DIR")
+    os.environ["TOLOKAFORGE_RUN_KEY_DIR"] = str(directory)
+    yield directory
+    if before is None:
+        del os.environ["TOLOKAFORGE_RUN_KEY_DIR"]
+    else:
+        os.environ["TOLOKAFORGE_RUN_KEY_DIR"] = before
 
 
 @pytest.fixture
@@ -42,6 +57,8 @@ class ChatServer:
 
     url: str
     requests: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    authorizations: list[str] = field(default_factory=list[str])
+    """Each request's Authorization header, as received (a responder may echo it, as providers do)."""
 
 
 class Replies:
@@ -102,6 +119,7 @@ async def chat_server() -> AsyncIterator[Callable[[Responder], Awaitable[ChatSer
 
         async def handle(request: web.Request) -> web.StreamResponse:
             assert request.headers["Authorization"] == "Bearer test-key"
+            server.authorizations.append(request.headers["Authorization"])
             body = json.loads(await request.text())
             server.requests.append(body)
             return await responder(body, len(server.requests))

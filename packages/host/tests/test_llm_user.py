@@ -79,7 +79,8 @@ async def test_llm_user_fixes_the_phone_with_its_own_tools_and_stops(
     assert trajectory["termination_reason"] == "user_stop"
     user_calls = [call for call in trajectory["tool_calls"] if call["executor"] == "user"]
     assert [(call["name"], call["status"]) for call in user_calls] == [("toggle_airplane_mode", "SUCCESS")]
-    assert user_calls[0]["output"] == "Airplane mode is now off."
+    stored_in = trajectory["messages"][user_calls[0]["output_in_message"]]  # the output is stored once
+    assert stored_in["content"] == "Airplane mode is now off."
     # The phone was repaired by the user's own tool call, which the custom check accepts.
     assert grade["binary_pass"], grade["reasons"]
     assert summary.pass_rate == 1.0

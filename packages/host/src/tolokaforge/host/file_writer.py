@@ -6,10 +6,12 @@ helper does it on another core. It is ``python -m tolokaforge.host.file_writer_m
 program, it imports nothing of the caller's (unlike multiprocessing's spawn, which re-runs the caller's
 main module), and it stops when its stdin closes.
 
-Frames both ways are a 4-byte big-endian length, then the payload: a pickled list of
-:class:`~tolokaforge.host.yaml_files.TrialFiles` to the helper (only this host writes to it), and back an
-empty payload when all were written, or the pickled list of each trial's exception (None where its
-files were written; raised here as it was there: a ``FileExistsError`` stays one).
+Frames both ways are a 4-byte big-endian length, then the payload. The first frame to the helper is
+the run's pickled :class:`~tolokaforge.host.records.RecordSigner` (or None): the signing key reaches the
+helper through its stdin pipe only, never its argv, environment or a file. Then each frame is a pickled
+list of :class:`~tolokaforge.host.yaml_files.TrialFiles` to the helper (only this host writes to it),
+and back an empty payload when all were written, or the pickled list of each trial's exception (None
+where its files were written; raised here as it was there: a ``FileExistsError`` stays one).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import threading
 from collections.abc import Sequence
 from typing import IO
 
+from .records import RecordSigner
 from .yaml_files import TrialFiles
 
 __all__ = ["FileWriterProcess", "HelperGone", "WriteFailed", "store_each"]
@@ -41,13 +44,18 @@ class WriteFailed(OSError):
 class FileWriterProcess:
     """One helper process; :meth:`write` is blocking and for one thread at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, signer: RecordSigner | None = None) -> None:
         self._lock = threading.Lock()
         self._process = subprocess.Popen(
             [sys.executable, "-m", "tolokaforge.host.file_writer_main"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
+        payload = pickle.dumps(signer, protocol=pickle.HIGHEST_PROTOCOL)
+        assert self._process.stdin is not None
+        with contextlib.suppress(OSError):  # it died at once: the first write_batch says so (HelperGone)
+            self._process.stdin.write(_HEADER.pack(len(payload)) + payload)
+            self._process.stdin.flush()
 
     @property
     def alive(self) -> bool:
@@ -109,14 +117,19 @@ def _read_frame(stream: IO[bytes]) -> bytes | None:
 
 
 def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
-    """The helper's loop: write each batch's files, answer each batch, until ``requests`` ends.
+    """The helper's loop: take the signer, then write each batch's files and answer each batch, until
+    ``requests`` ends.
 
     The answer is empty when every trial's files were written, else one entry per trial: None, or why
     its files could not be written.
     """
+    first = _read_frame(requests)
+    if first is None:
+        return
+    signer: RecordSigner | None = pickle.loads(first)
     while (payload := _read_frame(requests)) is not None:
         batch: list[TrialFiles] = pickle.loads(payload)
-        errors = store_each(batch)
+        errors = store_each(batch, signer)
         answer = (
             b""
             if all(error is None for error in errors)
@@ -126,12 +139,13 @@ def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
         answers.flush()
 
 
-def store_each(batch: Sequence[TrialFiles]) -> list[BaseException | None]:
-    """Write every trial's files, in order; each trial's failure (None: written), the others go on."""
+def store_each(batch: Sequence[TrialFiles], signer: RecordSigner | None = None) -> list[BaseException | None]:
+    """Write every trial's files (signed by ``signer``), in order; each trial's failure (None: written),
+    the others go on."""
     errors: list[BaseException | None] = []
     for files in batch:
         try:
-            files.store()
+            files.store(signer)
         except Exception as error:  # the host raises it: a failed write is the run's to report
             errors.append(error)
         else:

@@ -4,7 +4,11 @@ Written when a run starts and again when it ends, beside ``summary.yaml``. ``--r
 and refuses to continue a run that differs in anything that changes results (:func:`differences`):
 the pack (name, version, content digest), the agent, the models, the tasks, the trials per task, and
 every option not listed in ``RESULT_NEUTRAL_OPTIONS``. New options are compared by default, so an
-option added later cannot silently mix two runs. No API key is ever written: only the endpoint's host.
+option added later cannot silently mix two runs. No API key is ever written: only the endpoint's host,
+and every secret the host knows is redacted (redaction.py). ``run_id`` names the run's signing key
+(run_keys.py); ``signature``, the last key, is the HMAC of all the others under that key (records.py),
+so ``--resume`` and ``report`` can tell a ``run.yaml`` edited after the fact. ``tampered`` lists every
+trial record a resume found altered (and ran again).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 
 from .errors import ConfigError
 from .packs.loader import Pack
+from .records import RecordSigner
+from .redaction import Redactor
 from .yaml_files import dump_yaml, read_yaml
 
 __all__ = [
@@ -182,9 +188,15 @@ def write_manifest(
     started_at: str,
     finished_at: str | None = None,
     resumed_at: list[str] | None = None,
+    run_id: str | None = None,
+    tampered: list[dict[str, Any]] | None = None,
+    signer: RecordSigner | None = None,
+    redactor: Redactor | None = None,
 ) -> Path:
-    """Write ``run.yaml``; ``options`` holds every option as given (neutral ones too)."""
+    """Write ``run.yaml``; ``options`` holds every option as given (neutral ones too), secrets redacted
+    by ``redactor``; ``signer`` adds the ``signature`` of everything else."""
     data: dict[str, Any] = {
+        "run_id": run_id,
         "tolokaforge_version": tolokaforge_version(),
         "engine_protocol_version": ENGINE_PROTOCOL_VERSION,
         "pack": {
@@ -202,7 +214,12 @@ def write_manifest(
         "started_at": started_at,
         "resumed_at": resumed_at or [],
         "finished_at": finished_at,
+        "tampered": tampered or [],
     }
+    if redactor:
+        data = redactor.value(data)
+    if signer is not None:
+        data["signature"] = signer.manifest_signature(data)
     path = output / MANIFEST_FILE
     temporary = path.with_suffix(".tmp")
     temporary.write_text(dump_yaml(data), encoding="utf-8")

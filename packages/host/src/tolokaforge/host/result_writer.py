@@ -27,6 +27,8 @@ from pathlib import Path
 
 from .conductor import TrialOutcome
 from .file_writer import FileWriterProcess, HelperGone, store_each
+from .records import RecordSigner
+from .redaction import Redactor
 from .results import WrittenTrial, render_trial
 from .yaml_files import TrialFiles
 
@@ -45,7 +47,10 @@ class ResultWriter:
     trials finishing together costs the thread one wake-up (and the helper one round trip), not one each.
     """
 
-    def __init__(self, *, helper: bool) -> None:
+    def __init__(
+        self, *, helper: bool, signer: RecordSigner | None = None, redactor: Redactor | None = None
+    ) -> None:
+        """``signer`` signs each finished trial's record; ``redactor`` clears secrets from its documents."""
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tolokaforge-results")
         self._lock = threading.Lock()
         self._queue: list[tuple[TrialFiles, Future[None]]] = []
@@ -57,6 +62,8 @@ class ResultWriter:
         """The first write that failed (raised by the next write or the drain)."""
         self._use_helper = helper
         self._helper: FileWriterProcess | None = None
+        self._signer = signer
+        self._redactor = redactor
 
     def write(
         self, output: Path, outcome: TrialOutcome, configured: Sequence[str] = (), *, finished: bool = True
@@ -64,7 +71,7 @@ class ResultWriter:
         """The trial's documents; its files are on disk once :meth:`drain` returns."""
         if self._failure is not None:
             raise self._failure
-        written, files = render_trial(output, outcome, configured, finished=finished)
+        written, files = render_trial(output, outcome, configured, finished=finished, redactor=self._redactor)
         future: Future[None] = Future()
         with self._lock:
             self._queue.append((files, future))
@@ -112,7 +119,7 @@ class ResultWriter:
         """Through the helper when there is one, else here."""
         if self._use_helper and self._helper is None:
             try:
-                self._helper = FileWriterProcess()
+                self._helper = FileWriterProcess(self._signer)
             except OSError as error:
                 log.warning("no result-file helper (%s): files are written by this process", error)
                 self._use_helper = False
@@ -123,4 +130,4 @@ class ResultWriter:
                 log.warning("%s; this process writes the run's files from here on", error)
                 self._helper.close()
                 self._helper, self._use_helper = None, False
-        return store_each(batch)  # failures are raised by the run's next write or its drain
+        return store_each(batch, self._signer)  # failures are raised by the run's next write or its drain

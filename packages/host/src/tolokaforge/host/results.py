@@ -12,37 +12,61 @@ grade: its components and the judge's account are written, its score is ``null``
 When a judge ran, ``grade.yaml`` carries ``judge_status``, ``criterion_results`` and ``judge`` (its calls,
 tokens, cost and tool calls), and the judge's own transcript is written beside it as
 ``judge_transcript.json``.
+
+Each text is stored once and capped: a tool's output is the content of its tool message in
+``messages``, and its ``tool_calls`` entry points there (``output_in_message``) instead of repeating it;
+an output the message does not carry (a failed call's) is kept in the entry. A text longer than
+:data:`MAX_STORED_CHARS` keeps its first :data:`MAX_STORED_CHARS` characters and a line saying how much
+was cut. Secrets the host knows are redacted (redaction.py) before anything is cut or written. A
+finished trial's record is signed (records.py) by whoever writes its files.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tolokaforge.contracts.runner import Grade, JudgeStatus
 from tolokaforge.core.models import GradingConfig
 from tolokaforge.core.transcript import Message, ToolMessage
 
 from .conductor import TrialOutcome
+from .redaction import Redactor
 from .trace_results import trace_results_dict, trace_summary_dict
 from .yaml_files import TrialFiles
 
 __all__ = [
     "JUDGE_TRANSCRIPT",
+    "MAX_STORED_CHARS",
     "NOT_EVALUATED",
     "WrittenTrial",
     "configured_components",
     "grade_to_dict",
     "is_finished",
     "render_trial",
+    "stored_text",
     "trial_dir",
 ]
 
 NOT_EVALUATED = -1.0
 JUDGE_TRANSCRIPT = "judge_transcript.json"
+MAX_STORED_CHARS = 1 << 20
+"""The most characters of one text (a tool's output, its arguments, a message) a trial's files keep."""
+
+
+def stored_text(text: str, redactor: Redactor | None = None) -> str:
+    """``text`` as the results keep it: secrets redacted, then cut at :data:`MAX_STORED_CHARS`."""
+    if redactor:
+        text = redactor.text(text)
+    if len(text) <= MAX_STORED_CHARS:
+        return text
+    return (
+        text[:MAX_STORED_CHARS]
+        + f"\n[tolokaforge: cut here: {len(text) - MAX_STORED_CHARS:,} of {len(text):,} characters not kept]"
+    )
 
 
 def trial_dir(output: Path, task_id: str, trial_index: int) -> Path:
@@ -163,9 +187,22 @@ def _message(message: Message) -> dict[str, Any]:
     return entry
 
 
-def trajectory_dict(outcome: TrialOutcome) -> dict[str, Any]:
+def trajectory_dict(outcome: TrialOutcome, redactor: Redactor | None = None) -> dict[str, Any]:
+    """The trajectory document; each text stored once and capped, secrets redacted (module docstring)."""
     episode = outcome.episode
-    return {
+    tool_messages = {
+        message.tool_call_id: (position, message.content)
+        for position, message in enumerate(episode.messages)
+        if isinstance(message, ToolMessage)
+    }
+
+    def output(call_id: str, text: str) -> dict[str, Any]:
+        position, content = tool_messages.get(call_id, (None, None))
+        if position is not None and text and text == content:
+            return {"output_in_message": position}
+        return {"output": text}
+
+    document: dict[str, Any] = {
         "trial_id": outcome.trial_id,
         "task_id": outcome.task_id,
         "trial_index": outcome.trial_index,
@@ -181,7 +218,7 @@ def trajectory_dict(outcome: TrialOutcome) -> dict[str, Any]:
                 "executor": call.executor,
                 "arguments": call.arguments_json,
                 "status": call.status,
-                "output": call.output,
+                **output(call.call_id, call.output),
                 "error": call.error or None,
                 "error_category": call.error_category or None,
                 "latency_s": round(call.latency_s, 6),
@@ -189,6 +226,23 @@ def trajectory_dict(outcome: TrialOutcome) -> dict[str, Any]:
             for call in episode.calls
         ],
     }
+    return _kept(document, redactor)
+
+
+def _kept(value: Any, redactor: Redactor | None) -> Any:
+    """``value`` with every string as :func:`stored_text` keeps it (keys are redacted, never cut): one
+    walk over the document, each text redacted before it is cut, so no part of a secret survives a cut."""
+    if isinstance(value, str):
+        return stored_text(value, redactor)
+    if isinstance(value, dict):
+        items = cast(dict[Any, Any], value).items()
+        return {
+            redactor.text(key) if redactor and isinstance(key, str) else key: _kept(item, redactor)
+            for key, item in items
+        }
+    if isinstance(value, list | tuple):
+        return [_kept(item, redactor) for item in cast(Iterable[Any], value)]
+    return value
 
 
 def metrics_dict(outcome: TrialOutcome) -> dict[str, Any]:
@@ -233,27 +287,41 @@ class WrittenTrial:
 
 
 def render_trial(
-    output: Path, outcome: TrialOutcome, configured: Sequence[str] = (), *, finished: bool = True
+    output: Path,
+    outcome: TrialOutcome,
+    configured: Sequence[str] = (),
+    *,
+    finished: bool = True,
+    redactor: Redactor | None = None,
 ) -> tuple[WrittenTrial, TrialFiles]:
-    """The trial's documents, and its files to write; unfinished (infrastructure ended it): no grade.yaml."""
+    """The trial's documents, and its files to write; unfinished (infrastructure ended it): no grade.yaml.
+    ``redactor`` clears the secrets the host knows from every document."""
     directory = trial_dir(output, outcome.task_id, outcome.trial_index)
-    trajectory, metrics = trajectory_dict(outcome), metrics_dict(outcome)
+    trajectory = trajectory_dict(outcome, redactor)
+    metrics = metrics_dict(outcome)
+    if redactor:
+        metrics = redactor.value(metrics)
     documents: list[tuple[str, dict[str, Any] | str]] = [
         ("trajectory.yaml", trajectory),
         ("metrics.yaml", metrics),
     ]
+    key = (outcome.task_id, outcome.trial_index)
     if not finished:
-        files = TrialFiles(directory, tuple(documents), False)
+        files = TrialFiles(directory, tuple(documents), False, *key)
         return WrittenTrial(directory, trajectory, metrics, None), files
     if outcome.grade is not None and outcome.grade.judge_report is not None:
         transcript = outcome.grade.judge_report.transcript_json
         if transcript:
-            documents.append((JUDGE_TRANSCRIPT, _readable_json(transcript)))
+            text = _readable_json(transcript)
+            documents.append((JUDGE_TRANSCRIPT, redactor.text(text) if redactor else text))
     grade = (
         grade_to_dict(outcome.grade, configured, judge_price_known=outcome.judge_price_known)
         if outcome.grade is not None
         else _ungraded(outcome)
     )
     grade["trial_id"] = outcome.trial_id
+    if redactor:
+        grade = redactor.value(grade)
     documents.append(("grade.yaml", grade))  # last: its presence marks the trial finished
-    return WrittenTrial(directory, trajectory, metrics, grade), TrialFiles(directory, tuple(documents), True)
+    files = TrialFiles(directory, tuple(documents), True, *key)
+    return WrittenTrial(directory, trajectory, metrics, grade), files

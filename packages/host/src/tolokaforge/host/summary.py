@@ -53,6 +53,8 @@ DEFINITIONS: dict[str, str] = {
     "models": "tokens, calls and cost per model over all trials (agent and simulated user)",
     "judge": "the rubric judge's trials, calls, tokens and cost (grading spend, not in tokens/cost_usd)",
     "trace_gates_failed": "graded trials a trace-check gate failed (each such trial fails, whatever its score)",
+    "tampered": "finished trials whose record failed its signature check on this resume: moved aside, "
+    "not counted, and run again",
 }
 
 
@@ -97,6 +99,8 @@ class RunSummary:
     wall_time_s: float = 0.0
     ran: int = 0
     skipped: int = 0
+    tampered: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    """Trial records this resume found altered (each ran again): task, index, file, problem, where moved."""
 
     @property
     def pass_rate(self) -> float:
@@ -220,6 +224,7 @@ class RunSummary:
             "trials_per_task": k,
             "ran": self.ran,
             "skipped_by_resume": self.skipped,
+            "tampered": self.tampered,
             "outcomes": outcomes,
             "passed": outcomes["passed"],
             "graded": self.graded,

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from .collect import ReportData, TrialView, collect
-from .render import REPORT_FILE, render_report, write_report
+from .render import REPORT_FILE, publish_report, render_report, write_report
 from .serve import serve_report
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "ReportData",
     "TrialView",
     "collect",
+    "publish_report",
     "render_report",
     "serve_report",
     "write_report",

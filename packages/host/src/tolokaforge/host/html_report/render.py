@@ -2,6 +2,8 @@
 
 The page needs no network: no CDN, no fonts, no images from elsewhere. Everything it shows is escaped
 by Jinja2's autoescaping; the only script is ``templates/report.js`` (filter and sort the index).
+Secrets this process knows are redacted from the page (redaction.py), even if a file of an older run
+still carries one.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from typing import Any
 
 from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
 
+from ..redaction import Redactor
 from .collect import ReportData, collect
 
-__all__ = ["REPORT_FILE", "render_report", "write_report"]
+__all__ = ["REPORT_FILE", "publish_report", "render_report", "write_report"]
 
 REPORT_FILE = "report.html"
 
@@ -52,7 +55,13 @@ def render_report(data: ReportData) -> str:
     return _environment().get_template("report.html.j2").render(data=data, summary=data.summary)
 
 
-def write_report(run_dir: Path) -> Path:
+def publish_report(run_dir: Path) -> tuple[Path, ReportData]:
+    """Write ``report.html``; returns where, and what it was made of (what was verified, what not)."""
+    data = collect(run_dir)
     path = run_dir / REPORT_FILE
-    path.write_text(render_report(collect(run_dir)), encoding="utf-8")
-    return path
+    path.write_text(Redactor.from_environment().text(render_report(data)), encoding="utf-8")
+    return path, data
+
+
+def write_report(run_dir: Path) -> Path:
+    return publish_report(run_dir)[0]

@@ -50,6 +50,7 @@ from tolokaforge.core.models import TrialSpec
 from tolokaforge.core.retry import Backoff, RetryPolicy, retry_async
 
 from .errors import ConfigError, RegistrationFailedError, RunnerUnavailableError, TrialLostError
+from .redaction import register_secret
 from .reply_codec import ReplyCodec
 from .sent_once import SentOnce
 from .trial_spec import TaskWire, TaskWires, register_request
@@ -341,6 +342,7 @@ async def open_runner(
         host, port = parse_address(address)
         try:
             token = client_token("runner", host, port, token_file, flag="--runner-token-file")
+            register_secret(token)  # whatever echoes it, it never reaches the results
             tls = None if ca_file is None else client_tls(ca_file)
         except CredentialError as error:
             raise ConfigError(str(error)) from error

@@ -13,7 +13,7 @@ This root is the package's public API; other packages import from here, never fr
 from __future__ import annotations
 
 from .app import create_app
-from .client import HealthInfo, StateClient, StateHashes, VersionedState
+from .client import HealthInfo, LeaseRenewal, StateClient, StateHashes, VersionedState
 from .errors import (
     BadRequestError,
     ConflictError,
@@ -40,6 +40,7 @@ __all__ = [
     "ForbiddenError",
     "HealthInfo",
     "HttpStateClient",
+    "LeaseRenewal",
     "LocalStateClient",
     "MemoryStore",
     "NotFoundError",

@@ -81,6 +81,9 @@ class _Endpoints:
         self._written[trial_id] = used
 
     async def _body(self, request: Request, *, init: bool = False) -> Any:
+        return parse_body(await self._read(request, init=init))
+
+    async def _read(self, request: Request, *, init: bool = False) -> bytes:
         declared = request.headers.get("content-length")
         limit = self.max_body_bytes
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -95,7 +98,7 @@ class _Endpoints:
         trial_id = request.path_params.get("trial_id")
         if trial_id is not None:
             self._charge(str(trial_id), size, init=init)
-        return parse_body(b"".join(chunks))
+        return b"".join(chunks)
 
     @staticmethod
     def _path(request: Request, name: str) -> str:
@@ -155,7 +158,10 @@ class _Endpoints:
         return Response(status_code=204)
 
     async def renew_lease(self, request: Request) -> Response:
-        return _json(await self.service.renew_lease(self._path(request, "owner")))
+        owner, data = self._path(request, "owner"), await self._read(request)
+        if not data:  # the body is optional: without one, every trial of the owner is renewed
+            return _json(await self.service.renew_lease(owner))
+        return _json(await self.service.renew_named_leases(owner, parse_body(data)))
 
 
 class _ContractRoute(Route):

@@ -11,11 +11,11 @@ Failures raise the :mod:`tolokaforge.db.errors` tree, one class per HTTP error s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["HealthInfo", "StateClient", "StateHashes", "VersionedState"]
+__all__ = ["HealthInfo", "LeaseRenewal", "StateClient", "StateHashes", "VersionedState"]
 
 Tables = dict[str, Any]
 """``{table_name: [record, ...] | {key: record}}``."""
@@ -36,6 +36,15 @@ class StateHashes:
     version: int
     stable_hash: str
     full_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRenewal:
+    """What a lease renewal did: how many trials it renewed and, of the ones it was asked to renew,
+    those it did not (the store holds no such trial, or holds it for another owner)."""
+
+    trials: int
+    not_renewed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +114,9 @@ class StateClient(Protocol):
         """Delete the trial; with ``owner``, ConflictError when another owner's live lease holds it."""
         ...
 
-    async def renew_lease(self, owner: str) -> int:
-        """Extend the lease of every trial ``owner`` holds; return how many."""
+    async def renew_lease(self, owner: str, trial_ids: Collection[str] | None = None) -> LeaseRenewal:
+        """Extend the lease of every trial ``owner`` holds or, with ``trial_ids``, only of those of them
+        it holds (at most 10,000 per call): the owner's other trials are left to run out."""
         ...
 
     async def health(self) -> HealthInfo: ...

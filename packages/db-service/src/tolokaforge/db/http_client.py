@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import json
 import ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, cast
 from urllib.parse import quote
 
 import aiohttp
 
 from tolokaforge.core.credentials import bearer
-from tolokaforge.db.client import HealthInfo, StateHashes, VersionedState
+from tolokaforge.db.client import HealthInfo, LeaseRenewal, StateHashes, VersionedState
 from tolokaforge.db.errors import (
     BadRequestError,
     ConflictError,
@@ -223,9 +223,11 @@ class HttpStateClient:
         params = None if owner is None else {"owner": self._name("OwnerId", owner, "owner")}
         await self._call("DELETE", self._trial(trial_id), params=params)
 
-    async def renew_lease(self, owner: str) -> int:
+    async def renew_lease(self, owner: str, trial_ids: Collection[str] | None = None) -> LeaseRenewal:
         path = "/owners/" + quote(self._name("OwnerId", owner, "owner"), safe="") + "/lease"
-        return cast(int, cast(dict[str, Any], await self._call("POST", path))["trials"])
+        body = None if trial_ids is None else {"trial_ids": list(trial_ids)}
+        answer = cast(dict[str, Any], await self._call("POST", path, body))
+        return LeaseRenewal(answer["trials"], tuple(answer.get("not_renewed", ())))
 
     async def health(self) -> HealthInfo:
         body = cast(dict[str, Any], await self._call("GET", "/health"))

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from tolokaforge.db.client import HealthInfo, StateHashes, VersionedState
+from tolokaforge.db.client import HealthInfo, LeaseRenewal, StateHashes, VersionedState
 from tolokaforge.db.memory import MemoryStore
 from tolokaforge.db.service import Service
 from tolokaforge.db.spec import ApiSpec
@@ -155,8 +155,11 @@ class LocalStateClient:
     async def delete_trial(self, trial_id: str, *, owner: str | None = None) -> None:
         await self._service.delete_trial(trial_id, owner)
 
-    async def renew_lease(self, owner: str) -> int:
-        return cast(int, (await self._service.renew_lease(owner))["trials"])
+    async def renew_lease(self, owner: str, trial_ids: Collection[str] | None = None) -> LeaseRenewal:
+        if trial_ids is None:
+            return LeaseRenewal(cast(int, (await self._service.renew_lease(owner))["trials"]))
+        answer = await self._service.renew_named_leases(owner, {"trial_ids": list(trial_ids)})
+        return LeaseRenewal(cast(int, answer["trials"]), tuple(cast(list[str], answer["not_renewed"])))
 
     async def health(self) -> HealthInfo:
         body = await self._service.health()

@@ -187,12 +187,22 @@ class MemoryStore:
             raise ConflictError(_held(trial_id, trial, now), {"trial_id": trial_id, "owner": trial.owner})
         del self._trials[trial_id]
 
-    async def renew_lease(self, owner: str) -> int:
+    async def renew_lease(self, owner: str, trial_ids: Sequence[str] | None = None) -> tuple[int, list[str]]:
         now = time.monotonic()
-        held = [trial for trial in self._trials.values() if trial.owner == owner]
+        held: list[_Trial] = []
+        not_renewed: list[str] = []
+        if trial_ids is None:
+            held = [trial for trial in self._trials.values() if trial.owner == owner]
+        else:
+            for trial_id in dict.fromkeys(trial_ids):
+                trial = self._trials.get(trial_id)
+                if trial is not None and trial.owner == owner:
+                    held.append(trial)
+                else:
+                    not_renewed.append(trial_id)
         for trial in held:
             trial.lease_expires = now + trial.lease_seconds
-        return len(held)
+        return len(held), not_renewed
 
 
 _Variant = tuple[str, frozenset[tuple[str, str]]]

@@ -469,12 +469,25 @@ class PostgresStore:
         if gone is None:
             raise NotFoundError(f"no trial {trial_id!r}", {"trial_id": trial_id})
 
-    async def renew_lease(self, owner: str) -> int:
-        renewed = await self.pool.execute(
-            "UPDATE tf_trials SET lease_expires = now() + make_interval(secs => lease_seconds) WHERE owner = $1",
-            owner,
-        )
-        return int(renewed.rsplit(" ", 1)[-1])
+    async def renew_lease(self, owner: str, trial_ids: Sequence[str] | None = None) -> tuple[int, list[str]]:
+        if trial_ids is None:
+            renewed = await self.pool.execute(
+                "UPDATE tf_trials SET lease_expires = now() + make_interval(secs => lease_seconds) "
+                "WHERE owner = $1",
+                owner,
+            )
+            return int(renewed.rsplit(" ", 1)[-1]), []
+        named = list(dict.fromkeys(trial_ids))
+        # One statement: the primary key finds each named row; rows of the owner not named are untouched.
+        async with self.pool.acquire() as conn:
+            rows = await conn.fetch(
+                "UPDATE tf_trials SET lease_expires = now() + make_interval(secs => lease_seconds) "
+                "WHERE owner = $1 AND trial_id = ANY($2::text[]) RETURNING trial_id",
+                owner,
+                named,
+            )
+        renewed_ids = {cast(str, row["trial_id"]) for row in rows}
+        return len(renewed_ids), [trial_id for trial_id in named if trial_id not in renewed_ids]
 
 
 async def _held(conn: Connection, trial_id: str) -> ConflictError:

@@ -195,8 +195,18 @@ class Service:
         await self.store.delete_trial(trial_id, owner)
 
     async def renew_lease(self, owner: str) -> dict[str, Any]:
+        """LeaseInfo, after renewing every trial ``owner`` holds (a request without a body)."""
         self.spec.check_name("OwnerId", owner, "owner")
-        return {"owner": owner, "trials": await self.store.renew_lease(owner)}
+        renewed, _ = await self.store.renew_lease(owner)
+        return {"owner": owner, "trials": renewed}
+
+    async def renew_named_leases(self, owner: str, body: Any) -> dict[str, Any]:
+        """LeaseInfo, after renewing those of the trials a LeaseRequest names that ``owner`` holds."""
+        self.spec.check_name("OwnerId", owner, "owner")
+        self.spec.validate("LeaseRequest", body)
+        named = cast(list[str], cast(dict[str, Any], body)["trial_ids"])
+        renewed, not_renewed = await self.store.renew_lease(owner, named)
+        return {"owner": owner, "trials": renewed, "not_renewed": not_renewed}
 
 
 def _state_version(trial_id: str, hashes: Hashes) -> dict[str, Any]:

@@ -97,6 +97,8 @@ class Store(Protocol):
         has expired (ConflictError otherwise, nothing changes)."""
         ...
 
-    async def renew_lease(self, owner: str) -> int:
-        """Extend the lease of every trial ``owner`` holds; return how many."""
+    async def renew_lease(self, owner: str, trial_ids: Sequence[str] | None = None) -> tuple[int, list[str]]:
+        """Extend the lease of every trial ``owner`` holds, or (``trial_ids``) of those of the named
+        trials it holds; ``(how many were renewed, the named ids that were not)``. A trial of the owner
+        that is not named is left alone: its lease runs out. One atomic step."""
         ...

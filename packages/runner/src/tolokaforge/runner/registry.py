@@ -8,6 +8,12 @@ lease it renews every third of its length (docs/faults.md). A killed runner stop
 lease runs out another runner may register or clean up the same ids, while a trial under a live lease
 is never touched by anyone but its owner. CleanupTrial answers success only when the store holds
 nothing of the trial.
+
+Leases follow what the runner holds, not what the store says it owns: each renewal names the trials
+registered (or being registered) here. State the runner could not delete -- the store was unreachable
+at CleanupTrial or while a failed registration was undone, or an init's answer was lost -- is
+remembered as left behind: never renewed, deleted at the next renewal once the store answers, and
+deleted before the same id is registered here again. What escapes even that runs out with its lease.
 """
 
 from __future__ import annotations
@@ -67,6 +73,9 @@ log = logging.getLogger(__name__)
 INITIALIZED_SNAPSHOT = "tolokaforge.initialized"
 """The store snapshot of a trial's state right after its initialization actions ran."""
 
+RENEWAL_BATCH = 10_000
+"""Trial ids per lease renewal request (the contract's ``LeaseRequest.trial_ids`` maxItems)."""
+
 
 class TrialRegistry:
     def __init__(
@@ -95,6 +104,10 @@ class TrialRegistry:
         self._pending: set[str] = set()
         self.tasks = TaskCache()
         self._renewal: asyncio.Task[None] | None = None
+        self._left: set[str] = set()
+        """Ids whose state this runner may have left in the store without holding them (module doc)."""
+        self._left_lock = asyncio.Lock()
+        """Held while left state is deleted, so that no deletion can overtake a new registration's init."""
 
     def start_lease_renewal(self) -> None:
         """Renew this owner's lease every third of its length until :meth:`close`."""
@@ -105,11 +118,41 @@ class TrialRegistry:
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
             try:
-                await self.client.renew_lease(self.owner)
+                await self.renew_leases()
+            except Exception:  # a bug here must not end renewing: every lease would run out with it
+                log.exception("renewing the leases of %s failed", self.owner)
+
+    def left_behind(self) -> frozenset[str]:
+        """Ids whose state this runner left in the store and has not managed to delete yet."""
+        return frozenset(self._left)
+
+    async def renew_leases(self) -> None:
+        """One renewal: delete the state left behind, then renew the lease of the trials held here.
+
+        Only the trials registered or being registered here are named, so a trial this runner dropped
+        is never renewed, whatever the store still holds under its owner id. A failure is logged: the
+        next renewal may get through before the lease runs out; if none does, the trials become
+        reclaimable, which is the point of a lease.
+        """
+        if self._left:
+            await self._delete_left()
+        held = [*self._trials, *self._pending]
+        for start in range(0, len(held), RENEWAL_BATCH):
+            try:
+                renewal = await self.client.renew_lease(self.owner, held[start : start + RENEWAL_BATCH])
             except DBServiceError as error:
-                # The next renewal may get through before the lease runs out; if none does, the
-                # trials become reclaimable, which is the point of a lease.
                 log.warning("renewing the lease of %s failed: %s", self.owner, error.message)
+                return
+            # A pending registration's init may not have landed yet: only registered trials count.
+            gone = [trial_id for trial_id in renewal.not_renewed if trial_id in self._trials]
+            if gone:
+                log.warning(
+                    "the store no longer holds %d trial(s) of %s for it (deleted, or reclaimed after its "
+                    "lease ran out): %s",
+                    len(gone),
+                    self.owner,
+                    ", ".join(gone[:10]),
+                )
 
     def __len__(self) -> int:
         return len(self._trials)
@@ -207,7 +250,10 @@ class TrialRegistry:
             if cgroup is not None:
                 await asyncio.to_thread(self.executor.confinement.release_cgroup, cgroup)
             if mirror is not None:
-                await self._forget_state(trial_id)
+                try:
+                    await self._forget_state(trial_id)
+                except DBServiceError as error:  # left behind: deleted once the store answers again
+                    log.warning("could not undo trial %s in the store: %s", trial_id, error.message)
             shutil.rmtree(workspace, ignore_errors=True)
             self._pending.discard(trial_id)
             raise
@@ -281,6 +327,8 @@ class TrialRegistry:
             await self._close_trials(trials)
         finally:
             await self.gateway.aclose()
+        if self._left:  # a last try; what stays runs out with its lease, never renewed again
+            await self._delete_left()
 
     async def _close_trials(self, trials: list[tuple[str, TrialContext]]) -> None:
         for trial_id, trial in trials:
@@ -408,20 +456,36 @@ class TrialRegistry:
             raise RegistrationError("this runner has no DB service to give an MCP server")
         return await self._state_door()
 
-    async def _create_state(self, spec: TrialSpec, known: KnownTask) -> TrialMirror:
+    async def _init_state(self, spec: TrialSpec, known: KnownTask) -> TrialMirror:
         initial = spec.task.initial_state
+        return await TrialMirror.create(
+            spec.trial_id,
+            self.client,
+            known.initial,
+            full_hash=known.full_hash,
+            schemas=[schema.model_dump() for schema in initial.schemas],
+            unstable_fields=[field.model_dump(exclude_none=True) for field in initial.unstable_fields],
+            owner=self.owner,
+            lease_seconds=self.lease_seconds,
+            parsed_json=True,  # a task reaches the runner as JSON text (task_cache.py)
+        )
+
+    async def _create_state(self, spec: TrialSpec, known: KnownTask) -> TrialMirror:
+        trial_id = spec.trial_id
         try:
-            mirror = await TrialMirror.create(
-                spec.trial_id,
-                self.client,
-                known.initial,
-                full_hash=known.full_hash,
-                schemas=[schema.model_dump() for schema in initial.schemas],
-                unstable_fields=[field.model_dump(exclude_none=True) for field in initial.unstable_fields],
-                owner=self.owner,
-                lease_seconds=self.lease_seconds,
-                parsed_json=True,  # a task reaches the runner as JSON text (task_cache.py)
-            )
+            if trial_id in self._left:  # this runner left state under the id: delete it first
+                async with self._left_lock:
+                    if trial_id in self._left:
+                        await self._delete_left_trial(trial_id)
+            try:
+                mirror = await self._init_state(spec, known)
+            except ConflictError as error:
+                if error.details.get("owner") != self.owner:
+                    raise
+                # Held by this very runner, though not registered here (the registry never holds an id
+                # twice): state an init left after its answer was lost. It is ours to delete.
+                await self._delete_left_trial(trial_id)
+                mirror = await self._init_state(spec, known)
             if known.full_hash is None:
                 self.tasks.settle(known, (await self.client.get_hashes(spec.trial_id)).full_hash)
                 # Another task with the same tables was here first: start from its copy (same content).
@@ -434,9 +498,10 @@ class TrialRegistry:
                 retryable=error.details.get("owner") is not None,
             ) from error
         except StoreUnreachableError as error:
-            if error.outcome_unknown:  # the init may have landed: take it back before answering
-                with contextlib.suppress(DBServiceError):
-                    await self._forget_state(spec.trial_id)
+            # The init may have landed (its answer lost, or a read after it failed): take it back before
+            # answering. If that fails too, the id is left behind, deleted once the store answers again.
+            with contextlib.suppress(DBServiceError):
+                await self._forget_state(trial_id)
             raise StateStoreError(
                 f"the state store is unreachable: {error.message}", retryable=True
             ) from error
@@ -444,8 +509,40 @@ class TrialRegistry:
             raise StateStoreError(f"the state store refused the initial state: {error.message}") from error
 
     async def _forget_state(self, trial_id: str) -> None:
-        with contextlib.suppress(NotFoundError):
+        """Delete the trial's state in the store (none there is fine).
+
+        When that fails, the id is remembered as left behind (unless another runner's live lease holds
+        it: then nothing there is this runner's), and the error is raised.
+        """
+        try:
             await self.client.delete_trial(trial_id, owner=self.owner)
+        except NotFoundError:
+            pass
+        except ConflictError:
+            self._left.discard(trial_id)
+            raise
+        except DBServiceError:
+            self._left.add(trial_id)
+            raise
+        self._left.discard(trial_id)
+
+    async def _delete_left_trial(self, trial_id: str) -> None:
+        """Delete what this runner left under ``trial_id``; DBServiceError when the store failed."""
+        with contextlib.suppress(ConflictError):  # another runner's now: nothing of it is ours
+            await self._forget_state(trial_id)
+
+    async def _delete_left(self) -> None:
+        """Delete the state left behind, stopping at the first failure (the store is likely still
+        unreachable: the next renewal tries again)."""
+        async with self._left_lock:
+            for trial_id in list(self._left):
+                if trial_id in self._pending:  # being registered: the registration deletes it first
+                    continue
+                try:
+                    await self._delete_left_trial(trial_id)
+                except DBServiceError as error:
+                    log.info("trial %s left in the store is not deleted yet: %s", trial_id, error.message)
+                    return
 
 
 async def _end_processes(trial: TrialContext) -> None:

@@ -26,6 +26,17 @@ class OwnerId(RootModel[str]):
     """
 
 
+class LeaseRequest(BaseModel):
+    """
+    The trials whose lease to renew; any other trial of the owner is left to run out.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    trial_ids: Annotated[list[TrialId], Field(max_length=10000)]
+
+
 class LeaseInfo(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -34,6 +45,12 @@ class LeaseInfo(BaseModel):
     trials: Annotated[int, Field(ge=0)]
     """
     Number of trials whose lease was extended.
+    """
+    not_renewed: list[TrialId] | None = None
+    """
+    Only when the request named trial_ids: those of them not renewed, because the store holds
+    no such trial or holds it for another owner (or for none).
+
     """
 
 

@@ -65,6 +65,7 @@ def test_endpoints_are_the_spec_list_plus_named_additions(spec: dict[str, Any]) 
 def test_every_operation_documents_its_error_codes(spec: dict[str, Any]) -> None:
     for (method, path), operation in _operations(spec).items():
         codes = set(operation["responses"])
+        assert "401" in codes, (method, path)  # every operation needs the service's token
         if path.startswith("/trials/"):
             assert "422" in codes, (method, path)  # a malformed trial / table / snapshot name
             if not path.endswith("/init"):
@@ -88,6 +89,7 @@ def test_every_operation_documents_its_error_codes(spec: dict[str, Any]) -> None
 
 _ERROR_RESPONSES = {
     "400": "BadRequest",
+    "401": "Unauthorized",
     "404": "NotFound",
     "409": "Conflict",
     "413": "PayloadTooLarge",

@@ -27,8 +27,10 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -40,6 +42,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from tolokaforge.core.credentials import bearer, new_token, read_token_file, write_token_file
 from tolokaforge.core.stable_hash import canonical_bytes, strip_unstable
 from tolokaforge.db import LocalStateClient, MemoryStore, PostgresStore, Settings, Store, create_app
 
@@ -179,14 +182,16 @@ async def _echo(request: Request) -> Response:
     return Response(await request.body(), media_type="application/json")
 
 
-def serve(port: int, size: int) -> None:
-    """Child process: the real app on a memory store, plus POST /echo, with one trial of ``size`` records."""
+def serve(port: int, size: int, token_file: Path) -> None:
+    """Child process: the real app on a memory store, plus POST /echo, with one trial of ``size`` records;
+    every request (the echo's too) presents the token in ``token_file``."""
+    token = read_token_file(token_file, flag="--token-file")
 
     async def main() -> None:
         store = MemoryStore()
         await _memory_trial(make_tables(size), store=store)
         echo = Route("/echo", _echo, methods=["POST"])
-        app = create_app(Settings(), store=store, extra_routes=[echo], owns_store=False)
+        app = create_app(Settings(token=token), store=store, extra_routes=[echo], owns_store=False)
         config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
         await uvicorn.Server(config).serve()
 
@@ -212,10 +217,18 @@ async def bench_http(size: int, total: int) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
-    child = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--sizes", str(size)])
+    token = new_token()
+    tokens = tempfile.TemporaryDirectory(prefix="tf-bench-token-")
+    token_file = Path(tokens.name) / "db.token"
+    write_token_file(token_file, token)
+    headers = {"Authorization": bearer(token)}
+    serving = ["--serve", str(port), "--sizes", str(size), "--token-file", str(token_file)]
+    child = subprocess.Popen([sys.executable, __file__, *serving])
     base = f"http://127.0.0.1:{port}"
     try:
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=IN_FLIGHT)) as session:
+        async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=IN_FLIGHT), headers=headers
+        ) as session:
             for _ in range(400):
                 try:
                     async with session.get(base + "/health") as response:
@@ -243,7 +256,7 @@ async def bench_http(size: int, total: int) -> None:
             patch_rate = await _load(patch, total)
             echo_rate = await _load(echo, total)
         limits = httpx.Limits(max_connections=IN_FLIGHT)
-        async with httpx.AsyncClient(limits=limits) as client:
+        async with httpx.AsyncClient(limits=limits, headers=headers) as client:
 
             async def httpx_patch(index: int) -> int:
                 response = await client.patch(
@@ -259,6 +272,7 @@ async def bench_http(size: int, total: int) -> None:
     finally:
         child.terminate()
         child.wait(10)
+        tokens.cleanup()
 
 
 # --- (e) PostgreSQL writes --------------------------------------------------------------------------
@@ -325,10 +339,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--requests", type=int, default=4000, help="PATCH requests per HTTP measurement")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--token-file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     if args.serve:
-        serve(args.serve, sizes[0])
+        serve(args.serve, sizes[0], args.token_file)
         return
     asyncio.run(run(sizes, args.requests))
 

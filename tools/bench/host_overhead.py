@@ -50,6 +50,7 @@ from tolokaforge.contracts.runner import (
     RunnerServiceBase,
     RunnerServiceStub,
 )
+from tolokaforge.core.credentials import authorize_channel, new_token, write_token_file
 from tolokaforge.host import (
     GoldenAgentFactory,
     Pack,
@@ -153,10 +154,12 @@ async def _timed(work: Callable[[], Awaitable[int]]) -> tuple[float, float]:
     return trials / wall, cpu * 1e3 / trials
 
 
-async def _floor(address: str, canned: CannedRunner, trials: int) -> int:
-    """Every recorded exchange again through a bare stub, ``trials`` times per task."""
+async def _floor(address: str, token: str, canned: CannedRunner, trials: int) -> int:
+    """Every recorded exchange again through a bare stub, ``trials`` times per task, each call carrying
+    the token as the host's do."""
     host, port = address.rsplit(":", 1)
     channel = Channel(host, int(port))
+    authorize_channel(channel, token)
     stub = RunnerServiceStub(channel)
     tapes = list(canned.tapes.values())
     gate = asyncio.Semaphore(CONCURRENCY)
@@ -186,13 +189,19 @@ async def _floor(address: str, canned: CannedRunner, trials: int) -> int:
     return trials * len(tapes)
 
 
-async def _host(address: str, pack: Pack, trials: int) -> int:
+async def _host(address: str, token_file: Path, pack: Pack, trials: int) -> int:
     with tempfile.TemporaryDirectory(prefix="tf-bench-") as scratch:
         summary = await run_pack(
             pack,
             GoldenAgentFactory(),
             UserRouter(),
-            RunSettings(output=Path(scratch) / "run", trials=trials, concurrency=CONCURRENCY, runner=address),
+            RunSettings(
+                output=Path(scratch) / "run",
+                trials=trials,
+                concurrency=CONCURRENCY,
+                runner=address,
+                runner_token_file=token_file,
+            ),
         )
     if summary.pass_rate != 1.0:
         raise SystemExit(f"the replayed run did not pass every trial ({summary.pass_rate:.2f})")
@@ -218,8 +227,13 @@ async def main() -> None:
     upstream = runner.channel()
     canned = CannedRunner(RunnerServiceStub(upstream))
     server, address = await _serve(canned)
+    # The canned runner checks no token, but the host needs one to call it (and the floor sends it too).
+    token = new_token()
+    tokens = tempfile.TemporaryDirectory(prefix="tf-bench-token-")
+    token_file = Path(tokens.name) / "runner.token"
+    write_token_file(token_file, token)
     try:
-        await _host(address, pack, 1)  # the recording run
+        await _host(address, token_file, pack, 1)  # the recording run
         canned.stop_recording()
         calls = sum(len(tape.executes) for tape in canned.tapes.values())
         print(
@@ -228,16 +242,17 @@ async def main() -> None:
         )
         floors: list[tuple[float, float]] = []
         hosts: list[tuple[float, float]] = []
-        await _floor(address, canned, 1)  # warm-up
+        await _floor(address, token, canned, 1)  # warm-up
         for _ in range(args.rounds):
-            floors.append(await _timed(lambda: _floor(address, canned, args.trials)))
-            hosts.append(await _timed(lambda: _host(address, pack, args.trials)))
+            floors.append(await _timed(lambda: _floor(address, token, canned, args.trials)))
+            hosts.append(await _timed(lambda: _host(address, token_file, pack, args.trials)))
         spec = _spec_ms(pack, args.trials)
     finally:
         server.close()
         await server.wait_closed()
         upstream.close()
         await runner.close()
+        tokens.cleanup()
     floor_rate, floor_cpu = (statistics.median(row[i] for row in floors) for i in (0, 1))
     host_rate, host_cpu = (statistics.median(row[i] for row in hosts) for i in (0, 1))
     print(f"{'case':<44}{'trials/s':>10}{'CPU ms/trial':>14}")

@@ -59,16 +59,20 @@ CONCURRENCIES = (1, 16)
 Isolation = Literal["process", "thread"]
 
 
+Opened = tuple[str | None, Path | None]
+"""A runner's address and its token file (None, None: the embedded runner)."""
+
+
 @asynccontextmanager
-async def embedded(golden_replay: str, isolation: Isolation) -> AsyncGenerator[None]:
+async def embedded(golden_replay: str, isolation: Isolation) -> AsyncGenerator[Opened]:
     """run_pack starts its own embedded runner; the floor gets one of its own, the same way."""
-    yield None
+    yield None, None
 
 
 @asynccontextmanager
-async def subprocess_runner(golden_replay: str, isolation: Isolation) -> AsyncGenerator[str]:
-    async with runner_process("--golden-replay", golden_replay, "--isolation", isolation) as (_, address):
-        yield address
+async def subprocess_runner(golden_replay: str, isolation: Isolation) -> AsyncGenerator[Opened]:
+    async with runner_process("--golden-replay", golden_replay, "--isolation", isolation) as runner:
+        yield runner.address, runner.token_file
 
 
 def cpu_seconds() -> tuple[float, float]:
@@ -78,10 +82,16 @@ def cpu_seconds() -> tuple[float, float]:
 
 
 async def floor_rate(
-    address: str | None, pack: Pack, concurrency: int, rounds: int, isolation: Isolation
+    address: str | None,
+    pack: Pack,
+    concurrency: int,
+    rounds: int,
+    isolation: Isolation,
+    *,
+    token_file: Path | None = None,
 ) -> float:
     """RegisterTrial + CleanupTrial round trips per second over the pack's specs."""
-    async with open_runner(address, isolation=isolation) as client:
+    async with open_runner(address, isolation=isolation, token_file=token_file) as client:
         return await _floor_rate(client, pack, concurrency, rounds)
 
 
@@ -138,9 +148,10 @@ async def trial_rate(
     isolation: Isolation = "process",
     *,
     output: Path,
+    token_file: Path | None = None,
 ) -> tuple[float, float, int, float, float]:
     """(trials/s, pass rate, trials run, steady trials/s, ms to the first trial done); the run's files
-    go to ``output`` (a new directory)."""
+    go to ``output`` (a new directory); ``token_file``: the runner at ``address``'s."""
     completions = Completions()
     started = time.perf_counter()
     summary = await run_pack(
@@ -152,6 +163,7 @@ async def trial_rate(
             trials=trials,
             concurrency=concurrency,
             runner=address,
+            runner_token_file=token_file,
             golden_replay=golden_replay,
             isolation=isolation,
         ),
@@ -195,10 +207,13 @@ async def _mode(mode: str, opener: Any, pack: Pack, args: argparse.Namespace, sc
     """One runner mode (embedded, or a runner process) at each concurrency; each run's files under ``scratch``."""
     ran_here = 0
     before_mode = cpu_seconds()
-    async with opener(args.golden_replay, args.isolation) as address:
-        await floor_rate(address, pack, 4, 1, args.isolation)  # warm-up: imports, code bundle, caches
+    async with opener(args.golden_replay, args.isolation) as (address, token_file):
+        # warm-up: imports, code bundle, caches
+        await floor_rate(address, pack, 4, 1, args.isolation, token_file=token_file)
         for concurrency in CONCURRENCIES:
-            floor = await floor_rate(address, pack, concurrency, args.trials, args.isolation)
+            floor = await floor_rate(
+                address, pack, concurrency, args.trials, args.isolation, token_file=token_file
+            )
             before, machine_before = cpu_seconds(), machine_seconds()
             rate, passed, ran, steady, first = await trial_rate(
                 address,
@@ -208,6 +223,7 @@ async def _mode(mode: str, opener: Any, pack: Pack, args: argparse.Namespace, sc
                 args.golden_replay,
                 args.isolation,
                 output=Path(tempfile.mkdtemp(prefix="run-", dir=scratch)),
+                token_file=token_file,
             )
             after, machine_after = cpu_seconds(), machine_seconds()
             ran_here += ran

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from runner_process import runner_process
+from runner_process import RunnerProcess, runner_process
 
 from tolokaforge.core.collector import tune_collector
 from tolokaforge.host import AgentRecipe, LLMOptions, RunSettings, llm_session, load_pack, run_pack
@@ -243,14 +243,14 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 @asynccontextmanager
-async def threaded_runner() -> AsyncGenerator[str]:
+async def threaded_runner() -> AsyncGenerator[RunnerProcess]:
     """``tolokaforge-runner`` in another process (thread isolation), so the host's process is the host alone."""
-    async with runner_process("--isolation", "thread") as (_, address):
-        yield address
+    async with runner_process("--isolation", "thread") as runner:
+        yield runner
 
 
 async def run_case(
-    pack_root: Path, server: str, trials: int, concurrency: int, scratch: Path, runner: str | None
+    pack_root: Path, server: str, trials: int, concurrency: int, scratch: Path, runner: RunnerProcess | None
 ) -> dict[str, Any]:
     pack = load_pack(pack_root)
     recipe = AgentRecipe.of("llm", LLMOptions("bench-model", None, server + "/v1", None), None, False)
@@ -270,7 +270,8 @@ async def run_case(
                 output=Path(tempfile.mkdtemp(prefix="run-", dir=scratch)),
                 trials=trials,
                 concurrency=concurrency,
-                runner=runner,
+                runner=None if runner is None else runner.address,
+                runner_token_file=None if runner is None else runner.token_file,
                 isolation="thread",
             ),
         )

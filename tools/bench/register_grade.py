@@ -119,9 +119,8 @@ async def timed_async(call: Awaitable[object]) -> float:
 @asynccontextmanager
 async def runner_stub(isolation: str) -> AsyncGenerator[RunnerServiceStub]:
     """A stub on ``tolokaforge-runner --store memory --isolation ISOLATION`` in another process."""
-    async with runner_process("--store", "memory", "--isolation", isolation) as (_, address):
-        host, port = address.rsplit(":", 1)
-        channel = Channel(host, int(port))
+    async with runner_process("--store", "memory", "--isolation", isolation) as runner:
+        channel = runner.channel()
         try:
             yield RunnerServiceStub(channel)
         finally:

@@ -46,6 +46,7 @@ from tolokaforge.contracts.runner import (
     RunnerServiceStub,
     ToolMetrics,
 )
+from tolokaforge.core.credentials import new_token
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.db import Settings as DbSettings
 from tolokaforge.db import serve_settings
@@ -193,9 +194,15 @@ def _request(trial_id: str, tool: str, arguments: dict[str, Any], n: int) -> Exe
 
 
 async def _runner(
-    trials: int, calls: int, records: int, tool: str, code: Path, db_url: str | None = None
+    trials: int,
+    calls: int,
+    records: int,
+    tool: str,
+    code: Path,
+    db_url: str | None = None,
+    db_token: str | None = None,
 ) -> Figures:
-    handle = await start_runner(RunnerSettings(db_url=db_url))
+    handle = await start_runner(RunnerSettings(db_url=db_url, db_token=db_token))
     channel = handle.channel()
     stub = RunnerServiceStub(channel)
     try:
@@ -239,13 +246,14 @@ async def _durable_rows(calls: int, code: Path) -> None:
     await admin.execute(f'CREATE DATABASE "{database}"')
     dsn = urlunsplit(urlsplit(PG_DSN)._replace(path="/" + database))
     try:
-        async with serve_settings(DbSettings(store="postgres", dsn=dsn, port=0)) as db_url:
-            small = await _runner(1, calls, 100, "touch", code, db_url)
+        db_token = new_token()
+        async with serve_settings(DbSettings(store="postgres", dsn=dsn, port=0, token=db_token)) as db_url:
+            small = await _runner(1, calls, 100, "touch", code, db_url, db_token)
             print(
                 "\nrunner on a DB service over HTTP on PostgreSQL (1 trial; floor: the same call, 100 records)"
             )
             for records in (100, 100_000):
-                case = await _runner(1, calls, records, "touch", code, db_url)
+                case = await _runner(1, calls, records, "touch", code, db_url, db_token)
                 print(f"{f'1 trial(s), {records:>6} records, touch':<44}{_columns(case, small)}")
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')

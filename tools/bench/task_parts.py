@@ -25,7 +25,6 @@ import statistics
 import time
 from pathlib import Path
 
-from grpclib.client import Channel
 from runner_process import runner_process
 
 from tolokaforge.contracts.runner import (
@@ -90,9 +89,10 @@ def _cpu_s(pid: int) -> float:
 
 async def _case(pack: Pack, parts: bool) -> dict[str, float]:
     tasks = [loaded.task for loaded in pack.tasks]
-    async with runner_process("--store", "memory", "--isolation", "process") as (process, address):
-        host, port = address.rsplit(":", 1)
-        channel = Channel(host, int(port))
+    async with runner_process("--store", "memory", "--isolation", "process") as runner:
+        process = runner.process
+        host, port = runner.address.rsplit(":", 1)
+        channel = runner.channel()
         stub = _Stub(RunnerServiceStub(channel), parts=parts)
         client = RunnerClient(host, int(port), stub=stub)
         try:

@@ -21,10 +21,9 @@ import tempfile
 from pathlib import Path
 
 import psutil
-from grpclib.client import Channel
 from register_grade import register, register_by_digest, task, touch
 from runner_calls import TOOLS
-from runner_process import runner_process
+from runner_process import RunnerProcess, runner_process
 
 from tolokaforge.contracts.runner import CleanupTrialRequest, RunnerServiceStub
 
@@ -58,13 +57,13 @@ async def main() -> None:
         code = Path(scratch)
         (code / "tools.py").write_text(TOOLS)
         options = ("--store", "memory", "--isolation", args.isolation)
-        async with runner_process(*options) as (process, address):
-            await measure(process.pid, address, code, args.records, args.trials, args.isolation)
+        async with runner_process(*options) as runner:
+            await measure(runner, code, args.records, args.trials, args.isolation)
 
 
-async def measure(pid: int, address: str, code: Path, records: int, trials: int, isolation: str) -> None:
-    host, port = address.rsplit(":", 1)
-    channel = Channel(host, int(port))
+async def measure(runner: RunnerProcess, code: Path, records: int, trials: int, isolation: str) -> None:
+    pid = runner.process.pid
+    channel = runner.channel()
     stub = RunnerServiceStub(channel)
     try:
         the_task = task(code, records)

@@ -38,7 +38,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import psutil
-from grpclib.client import Channel
 
 from tolokaforge.contracts.runner import (
     CleanupTrialRequest,
@@ -136,7 +135,7 @@ def _register(trial_id: str, code: Path) -> RegisterTrialRequest:
 async def _pack(mode: str, pack_path: Path, concurrency: int, rounds: int) -> tuple[float, float, float]:
     pack = load_pack(pack_path)
     handle = await start_runner(_settings(mode))
-    client = RunnerClient(handle.host, handle.port)
+    client = RunnerClient(handle.host, handle.port, token=handle.token)
     specs = [
         build_trial_spec(loaded.task, run_id=f"bench-{mode}", trial_index=index)
         for index in range(rounds + 1)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from tolokaforge.core.credentials import TOKEN_DIR_ENV
 from tolokaforge.core.settings import SettingsError
 from tolokaforge.db.cli import main
 from tolokaforge.db.settings import Settings
@@ -40,7 +42,10 @@ def test_postgres_without_a_dsn_is_refused_not_defaulted() -> None:
     assert Settings().dsn is None  # no maintenance-database default anywhere
 
 
-def test_unreachable_postgres_is_one_line_and_status_2(capsys: pytest.CaptureFixture[str]) -> None:
+def test_unreachable_postgres_is_one_line_and_status_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(TOKEN_DIR_ENV, str(tmp_path))  # the token it makes at start: not in the home directory
     code = main(["--store", "postgres", "--dsn", "postgresql://postgres@127.0.0.1:1/none", "--port", "1"])
     err = capsys.readouterr().err
     assert code == 2

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tolokaforge.core.credentials import new_token, write_token_file
 from tolokaforge.host.cli import main
 
 
@@ -103,6 +104,8 @@ def test_an_unreachable_runner_exits_2_after_its_short_health_budget(packs_dir: 
     # The bound that matters is the up-front HealthCheck's 5 s budget, which the error names; the
     # subprocess timeout only keeps a hang from stalling the suite (a loaded machine starts Python slowly).
     port = _closed_port()
+    token_file = tmp_path / "runner.token"  # a credential, so what is tested is the runner's absence
+    write_token_file(token_file, new_token())
     done = _cli(
         [
             "run",
@@ -110,6 +113,8 @@ def test_an_unreachable_runner_exits_2_after_its_short_health_budget(packs_dir: 
             str(packs_dir / "retail"),
             "--runner",
             f"127.0.0.1:{port}",
+            "--runner-token-file",
+            str(token_file),
             "--output",
             str(tmp_path / "r"),
         ],

@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 import yaml
-from grpclib.client import Channel
 
 from tolokaforge.contracts.runner import GetStateRequest, ResetTrialRequest, RunnerServiceStub
 from tolokaforge.host.agents import GoldenAgentFactory
 from tolokaforge.host.packs import load_pack
 from tolokaforge.host.run import RunSettings, run_pack
-from tolokaforge.host.runner_client import open_runner
+from tolokaforge.host.runner_client import RunnerClient
 from tolokaforge.host.trial_spec import build_trial_spec
 from tolokaforge.host.users.router import UserRouter
+from tolokaforge.runner import start_runner
 
 GREENHOUSE = Path(__file__).parent / "fixtures" / "packs" / "greenhouse"
 CALLS: list[tuple[str, dict[str, Any]]] = [
@@ -58,46 +58,50 @@ async def test_the_servers_state_hashes_like_the_python_tools_and_resets(greenho
         code is not None and code.files is not None and "tau_tools/species.json" in code.files
     )  # data travels
     hashes: dict[str, tuple[str, list[str]]] = {}
-    async with open_runner(None, serve=True) as runner:
-        host, port = runner.address.rsplit(":", 1)
-        channel = Channel(host, int(port))
-        stub = RunnerServiceStub(channel)
-        try:
-            for task_id in ("water_mcp", "water_python"):
-                spec = build_trial_spec(pack.task(task_id).task, run_id="sync", trial_index=0)
-                registered = await runner.register(spec)
-                assert [s.name for s in registered.agent_tools] == [
-                    "get_plant",
-                    "water_plant",
-                    "pot_cuttings",
-                ]
-                outputs: list[str] = []
-                for index, (name, arguments) in enumerate(CALLS):
-                    response = await runner.execute(
-                        spec.trial_id,
-                        call_id=f"c{index}",
-                        tool_name=name,
-                        arguments_json=json.dumps(arguments),
-                        executor="agent",
-                    )
-                    outputs.append(response.output)
-                assert json.loads(outputs[2]) == {"error": "no plant P-9", "details": ["known: P-1, P-2"]}
-                assert json.loads(outputs[4]) == {"error": "not grown here: cactus"}
-                state = await stub.get_state(GetStateRequest(trial_id=spec.trial_id))
-                tables = json.loads(state.state_json)
-                assert tables["plants"][1]["water_today"] == 2.5 and tables["plants"][2]["species"] == "thyme"
-                hashes[task_id] = (state.stable_hash, outputs)  # the model reads the same on both paths
-                reset = await stub.reset_trial(ResetTrialRequest(trial_id=spec.trial_id))
-                assert reset.success, reset.error
-                again = await runner.execute(
+    # What open_runner(None, serve=True) starts (the embedded runner on a loopback port), opened here
+    # to hold its token: the raw stub's channel presents it too.
+    handle = await start_runner()
+    runner = RunnerClient(handle.host, handle.port, token=handle.token)
+    channel = handle.channel()
+    stub = RunnerServiceStub(channel)
+    try:
+        for task_id in ("water_mcp", "water_python"):
+            spec = build_trial_spec(pack.task(task_id).task, run_id="sync", trial_index=0)
+            registered = await runner.register(spec)
+            assert [s.name for s in registered.agent_tools] == [
+                "get_plant",
+                "water_plant",
+                "pot_cuttings",
+            ]
+            outputs: list[str] = []
+            for index, (name, arguments) in enumerate(CALLS):
+                response = await runner.execute(
                     spec.trial_id,
-                    call_id="after-reset",
-                    tool_name="get_plant",
-                    arguments_json=json.dumps({"plant_id": "P-2"}),
+                    call_id=f"c{index}",
+                    tool_name=name,
+                    arguments_json=json.dumps(arguments),
                     executor="agent",
                 )
-                assert json.loads(again.output)["water_today"] == 0.5  # the server got the reset state
-                await runner.cleanup(spec.trial_id)
-        finally:
-            channel.close()
+                outputs.append(response.output)
+            assert json.loads(outputs[2]) == {"error": "no plant P-9", "details": ["known: P-1, P-2"]}
+            assert json.loads(outputs[4]) == {"error": "not grown here: cactus"}
+            state = await stub.get_state(GetStateRequest(trial_id=spec.trial_id))
+            tables = json.loads(state.state_json)
+            assert tables["plants"][1]["water_today"] == 2.5 and tables["plants"][2]["species"] == "thyme"
+            hashes[task_id] = (state.stable_hash, outputs)  # the model reads the same on both paths
+            reset = await stub.reset_trial(ResetTrialRequest(trial_id=spec.trial_id))
+            assert reset.success, reset.error
+            again = await runner.execute(
+                spec.trial_id,
+                call_id="after-reset",
+                tool_name="get_plant",
+                arguments_json=json.dumps({"plant_id": "P-2"}),
+                executor="agent",
+            )
+            assert json.loads(again.output)["water_today"] == 0.5  # the server got the reset state
+            await runner.cleanup(spec.trial_id)
+    finally:
+        channel.close()
+        runner.close()
+        await handle.close()
     assert hashes["water_mcp"] == hashes["water_python"]

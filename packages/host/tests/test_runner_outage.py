@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tolokaforge.core.credentials import new_token, write_token_file
 from tolokaforge.host.agents import GoldenAgentFactory
 from tolokaforge.host.exit_status import EXIT_INCOMPLETE, EXIT_OK, verdict
 from tolokaforge.host.packs import load_pack
@@ -32,8 +33,12 @@ def _free_port() -> int:
 
 
 class RunnerProcess:
-    def __init__(self, port: int) -> None:
+    """A runner process on ``port``, with the same token file at every start."""
+
+    def __init__(self, port: int, token_file: Path) -> None:
         self.port = port
+        self.token_file = token_file
+        write_token_file(token_file, new_token())
         self.process: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
@@ -44,6 +49,8 @@ class RunnerProcess:
                 "from tolokaforge.runner.cli import main; main()",
                 "--port",
                 str(self.port),
+                "--token-file",
+                str(self.token_file),
             ],
             stdout=subprocess.PIPE,
             text=True,
@@ -61,8 +68,8 @@ class RunnerProcess:
 
 
 @pytest.fixture
-def runner_process() -> Iterator[RunnerProcess]:
-    made = RunnerProcess(_free_port())
+def runner_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunnerProcess]:
+    made = RunnerProcess(_free_port(), tmp_path_factory.mktemp("tokens") / "runner.token")
     yield made
     made.kill()
 
@@ -84,6 +91,7 @@ async def test_outage_leaves_trials_unfinished_and_resume_finishes_every_one(
         trials=2,
         concurrency=1,
         runner=f"127.0.0.1:{runner_process.port}",
+        runner_token_file=runner_process.token_file,
         transport_budget_s=1.0,
     )
 

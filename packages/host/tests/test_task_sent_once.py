@@ -22,7 +22,7 @@ async def test_trials_of_one_task_share_one_copy_and_a_forgetful_runner_is_sent_
     pack = load_pack(RETAIL)
     first, second = pack.tasks[0].task, pack.tasks[1].task
     runner = await start_runner()
-    client = RunnerClient(runner.host, runner.port)
+    client = RunnerClient(runner.host, runner.port, token=runner.token)
     registry = runner.servicer.registry
     try:
         specs = [build_trial_spec(first, run_id="r", trial_index=i) for i in range(3)]
@@ -47,7 +47,7 @@ async def test_tasks_with_equal_initial_states_share_one_copy_of_the_tables() ->
     pack = load_pack(RETAIL)  # its tasks all start from the same database
     first, second = pack.tasks[0].task, pack.tasks[1].task
     runner = await start_runner()
-    client = RunnerClient(runner.host, runner.port)
+    client = RunnerClient(runner.host, runner.port, token=runner.token)
     registry = runner.servicer.registry
     try:
         specs = [

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from aiohttp import web
 
+from tolokaforge.core.credentials import new_token, write_token_file
 from tolokaforge.host.agents import LLMAgentFactory
 from tolokaforge.host.exit_status import verdict
 from tolokaforge.host.llm import DEFAULT_PRICES, ChatClient, ChatSettings
@@ -28,10 +29,13 @@ TASK = "write_cancel_processing_order"
 
 
 class RunnerProcess:
-    """``tolokaforge-runner`` as a real subprocess on a fixed loopback port."""
+    """``tolokaforge-runner`` as a real subprocess on a fixed loopback port, with the same token file at
+    every start (a runner started again is the same runner to the host)."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, token_file: Path) -> None:
         self.port = port
+        self.token_file = token_file
+        write_token_file(token_file, new_token())
         self.process: asyncio.subprocess.Process | None = None
         self.starts = 0
 
@@ -42,6 +46,8 @@ class RunnerProcess:
             executable,
             "--port",
             str(self.port),
+            "--token-file",
+            str(self.token_file),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
         )
@@ -63,8 +69,8 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-async def runner_process() -> AsyncIterator[RunnerProcess]:
-    runner = RunnerProcess(_free_port())
+async def runner_process(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RunnerProcess]:
+    runner = RunnerProcess(_free_port(), tmp_path_factory.mktemp("tokens") / "runner.token")
     await runner.start()
     yield runner
     await runner.kill()
@@ -95,7 +101,12 @@ async def test_killed_runner_yields_trial_lost_then_a_clean_retry(
             pack,
             agents,
             UserRouter(),
-            RunSettings(output=tmp_path, task_ids=(TASK,), runner=f"127.0.0.1:{runner_process.port}"),
+            RunSettings(
+                output=tmp_path,
+                task_ids=(TASK,),
+                runner=f"127.0.0.1:{runner_process.port}",
+                runner_token_file=runner_process.token_file,
+            ),
         )
 
     folder = tmp_path / "trials" / TASK / "0"
@@ -135,7 +146,11 @@ async def test_a_trial_lost_on_every_attempt_is_unfinished_and_the_run_exits_1(
             LLMAgentFactory(ChatClient(settings, session, DEFAULT_PRICES)),
             UserRouter(),
             RunSettings(
-                output=tmp_path, task_ids=(TASK,), runner=f"127.0.0.1:{runner_process.port}", max_attempts=1
+                output=tmp_path,
+                task_ids=(TASK,),
+                runner=f"127.0.0.1:{runner_process.port}",
+                runner_token_file=runner_process.token_file,
+                max_attempts=1,
             ),
         )
 

@@ -17,7 +17,6 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg  # pyright: ignore[reportMissingTypeStubs]
 import psutil
 import pytest
-from grpclib.client import Channel
 
 from tolokaforge.contracts.runner import (
     ExecuteToolRequest,
@@ -25,6 +24,7 @@ from tolokaforge.contracts.runner import (
     RegisterTrialRequest,
     RunnerServiceStub,
 )
+from tolokaforge.core.credentials import new_token
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.db.server import serve_settings
 from tolokaforge.db.settings import Settings as DbSettings
@@ -160,9 +160,10 @@ async def runner(store_mode: str, request: pytest.FixtureRequest) -> AsyncIterat
         return
     # A real DB service (uvicorn, PostgreSQL store) on loopback, reached over HTTP.
     dsn: str = request.getfixturevalue("runner_pg_dsn")
-    settings = DbSettings(store="postgres", dsn=dsn, port=0)
+    db_token = new_token()
+    settings = DbSettings(store="postgres", dsn=dsn, port=0, token=db_token)
     async with serve_settings(settings) as db_url:
-        handle = await start_runner(RunnerSettings(db_url=db_url))
+        handle = await start_runner(RunnerSettings(db_url=db_url, db_token=db_token))
         try:
             yield handle
         finally:

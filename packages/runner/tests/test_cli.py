@@ -16,13 +16,18 @@ def test_every_option_has_a_variable_under_the_runner_prefix() -> None:
     env = {env_var(ENV_PREFIX, name): value for name, value in
            {"host": "127.0.0.2", "port": "6000", "db_url": "http://127.0.0.1:1", "tool_timeout": "2.5",
             "isolation": "thread", "lease": "4", "golden_replay": "trial",
-            "work_dir": "/srv/scratch"}.items()}  # fmt: skip
+            "work_dir": "/srv/scratch", "token_file": "/srv/runner.token", "tls_cert": "/srv/cert.pem",
+            "tls_key": "/srv/key.pem", "db_token_file": "/srv/db.token"}.items()}  # fmt: skip
     options = parse_options([], env)
     assert options == RunnerOptions(
         host="127.0.0.2",
         port=6000,
+        token_file=Path("/srv/runner.token"),
+        tls_cert=Path("/srv/cert.pem"),
+        tls_key=Path("/srv/key.pem"),
         store=None,
         db_url="http://127.0.0.1:1",
+        db_token_file=Path("/srv/db.token"),
         tool_timeout=2.5,
         isolation="thread",
         lease=4,
@@ -34,8 +39,12 @@ def test_every_option_has_a_variable_under_the_runner_prefix() -> None:
     assert set(RunnerOptions.model_fields) == {
         "host",
         "port",
+        "token_file",
+        "tls_cert",
+        "tls_key",
         "store",
         "db_url",
+        "db_token_file",
         "tool_timeout",
         "isolation",
         "lease",

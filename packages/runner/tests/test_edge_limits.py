@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import h2.exceptions
@@ -27,6 +28,7 @@ from grpclib.const import Cardinality, Status
 from grpclib.exceptions import GRPCError, StreamTerminatedError
 
 from tolokaforge.contracts.runner import HealthCheckRequest, RunnerServiceStub
+from tolokaforge.core.credentials import authorize_channel, new_token, write_token_file
 
 from .test_fuzz_rpc import SERVICE, RawCodec
 
@@ -35,22 +37,31 @@ MIB = 1 << 20
 
 
 class RunnerProcess:
-    def __init__(self, *args: str, max_files: int | None = None) -> None:
+    def __init__(self, *args: str, token_file: Path, max_files: int | None = None) -> None:
         def limit_files() -> None:
             if max_files is not None:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (max_files, max_files))
 
+        self.token = new_token()
+        write_token_file(token_file, self.token)
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "from tolokaforge.runner.cli import main; main()", "--port", "0", *args],
+            [sys.executable, "-c", "from tolokaforge.runner.cli import main; main()", "--port", "0",
+             "--token-file", str(token_file), *args],
             stdout=subprocess.PIPE,
             text=True,
             preexec_fn=limit_files,
-        )
+        )  # fmt: skip
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         assert "listening on" in line, line
         self.port = int(line.rsplit(":", 1)[-1])
         self.ps = psutil.Process(self.process.pid)
+
+    def channel(self, *, codec: Any = None) -> Channel:
+        """A channel to this runner whose every call carries its token."""
+        channel = Channel("127.0.0.1", self.port, codec=codec)
+        authorize_channel(channel, self.token)
+        return channel
 
     def rss(self) -> int:
         return int(self.ps.memory_info().rss)
@@ -63,11 +74,12 @@ class RunnerProcess:
 
 
 @pytest.fixture
-def spawn() -> Iterator[Any]:
+def spawn(tmp_path: Path) -> Iterator[Any]:
     made: list[RunnerProcess] = []
 
     def start(*args: str, max_files: int | None = None) -> RunnerProcess:
-        made.append(RunnerProcess(*args, max_files=max_files))
+        token_file = tmp_path / f"runner-{len(made)}.token"
+        made.append(RunnerProcess(*args, token_file=token_file, max_files=max_files))
         return made[-1]
 
     yield start
@@ -75,10 +87,12 @@ def spawn() -> Iterator[Any]:
         runner.stop()
 
 
-async def _upload(port: int, declared: int, send: int, *, then_wait: float = 30.0) -> tuple[Status, int]:
+async def _upload(
+    runner: RunnerProcess, declared: int, send: int, *, then_wait: float = 30.0
+) -> tuple[Status, int]:
     """Open RegisterTrial, declare a ``declared``-byte message, send up to ``send`` bytes of it in 1 MiB
     chunks, and return the call's status and how many bytes went out before the runner stopped it."""
-    channel = Channel("127.0.0.1", port, codec=RawCodec())
+    channel = runner.channel(codec=RawCodec())
     sent = 0
     status = Status.OK
     try:
@@ -107,13 +121,13 @@ async def _upload(port: int, declared: int, send: int, *, then_wait: float = 30.
 async def test_a_one_gib_request_is_refused_on_its_length_and_memory_returns(spawn: Any) -> None:
     runner = spawn()
     baseline = runner.rss()
-    status, sent = await _upload(runner.port, declared=GIB - 1, send=GIB)
+    status, sent = await _upload(runner, declared=GIB - 1, send=GIB)
     assert status == Status.RESOURCE_EXHAUSTED
     assert sent < 256 * MIB  # refused long before the body could have been buffered
     await asyncio.sleep(0.5)
     assert runner.rss() < baseline + 48 * MIB, (baseline, runner.rss())
     # and the runner still serves
-    channel = Channel("127.0.0.1", runner.port)
+    channel = runner.channel()
     assert (await RunnerServiceStub(channel).health_check(HealthCheckRequest())).version
     channel.close()
 
@@ -121,7 +135,7 @@ async def test_a_one_gib_request_is_refused_on_its_length_and_memory_returns(spa
 async def test_an_abandoned_upload_times_out_and_is_freed(spawn: Any) -> None:
     runner = spawn("--receive-timeout", "1")
     baseline = runner.rss()
-    status, sent = await _upload(runner.port, declared=48 * MIB, send=8 * MIB)  # then goes quiet
+    status, sent = await _upload(runner, declared=48 * MIB, send=8 * MIB)  # then goes quiet
     assert status == Status.DEADLINE_EXCEEDED and sent == 8 * MIB
     await asyncio.sleep(0.5)
     assert runner.rss() < baseline + 48 * MIB, (baseline, runner.rss())
@@ -137,7 +151,7 @@ async def test_eleven_hundred_idle_sockets_do_not_lock_out_a_new_client(spawn: A
             sock.setblocking(False)
             idle.append(sock)
         started = time.monotonic()
-        channel = Channel("127.0.0.1", runner.port)
+        channel = runner.channel()
         health = await asyncio.wait_for(RunnerServiceStub(channel).health_check(HealthCheckRequest()), 60)
         channel.close()
         assert health.status

@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from grpclib.client import Channel
 
 from tolokaforge.contracts.runner import (
     ExecutionStatus,
@@ -22,6 +21,7 @@ from tolokaforge.contracts.runner import (
     RunnerServiceStub,
 )
 from tolokaforge.contracts.tool import ToolErrorCategory
+from tolokaforge.core.credentials import new_token
 from tolokaforge.db.server import serve_settings
 from tolokaforge.db.settings import Settings as DbSettings
 from tolokaforge.runner import RunnerSettings, start_runner
@@ -32,11 +32,12 @@ from .tcp_proxy import DroppingProxy
 
 @pytest.fixture
 async def proxied() -> AsyncIterator[tuple[RunnerServiceStub, DroppingProxy]]:
-    async with serve_settings(DbSettings(store="memory", port=0)) as db_url:
+    db_token = new_token()
+    async with serve_settings(DbSettings(store="memory", port=0, token=db_token)) as db_url:
         host, port = db_url.removeprefix("http://").rsplit(":", 1)
         proxy = DroppingProxy(host, int(port))
         proxy_url = await proxy.start()
-        handle = await start_runner(RunnerSettings(db_url=proxy_url))
+        handle = await start_runner(RunnerSettings(db_url=proxy_url, db_token=db_token))
         channel = handle.channel()
         try:
             yield RunnerServiceStub(channel), proxy

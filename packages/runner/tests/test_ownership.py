@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +30,7 @@ from tolokaforge.contracts.runner import (
     RegistrationErrorKind,
     RunnerServiceStub,
 )
+from tolokaforge.core.credentials import authorize_channel, new_token, write_token_file
 from tolokaforge.db import HttpStateClient, NotFoundError
 from tolokaforge.db.server import serve_settings
 from tolokaforge.db.settings import Settings as DbSettings
@@ -36,16 +39,27 @@ from tolokaforge.runner import RunnerSettings, start_runner
 LEASE = 2.0
 
 
+@dataclass(frozen=True)
+class DbService:
+    url: str
+    token: str
+    token_file: Path
+
+
 @pytest.fixture
-async def db_url(runner_pg_dsn: str) -> AsyncIterator[str]:
-    async with serve_settings(DbSettings(store="postgres", dsn=runner_pg_dsn, port=0)) as url:
-        yield url
+async def db(runner_pg_dsn: str, tmp_path: Path) -> AsyncIterator[DbService]:
+    token = new_token()
+    token_file = tmp_path / "db.token"
+    write_token_file(token_file, token)
+    async with serve_settings(DbSettings(store="postgres", dsn=runner_pg_dsn, port=0, token=token)) as url:
+        yield DbService(url, token, token_file)
 
 
-def _start_runner_process(db_url: str) -> tuple[subprocess.Popen[str], str]:
+def _start_runner_process(db: DbService, token_file: Path) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [sys.executable, "-c", "from tolokaforge.runner.cli import main; main()", "--port", "0",
-         "--db-url", db_url, "--lease", str(LEASE)],
+         "--token-file", str(token_file), "--db-url", db.url, "--db-token-file", str(db.token_file),
+         "--lease", str(LEASE)],
         stdout=subprocess.PIPE,
         text=True,
     )  # fmt: skip
@@ -68,15 +82,19 @@ async def _execute(stub: RunnerServiceStub, trial_id: str, call_id: str) -> Any:
 
 
 async def test_killed_runners_trials_are_reclaimed_and_a_live_runners_are_not(
-    db_url: str,
+    db: DbService,
+    tmp_path: Path,
     spec_factory: Callable[..., dict[str, Any]],
     request_for: Callable[..., RegisterTrialRequest],
 ) -> None:
     ids = [f"owned-{os.getpid()}:{i}" for i in range(3)]
-    process, address = _start_runner_process(db_url)
+    runner_token = new_token()
+    write_token_file(tmp_path / "runner.token", runner_token)
+    process, address = _start_runner_process(db, tmp_path / "runner.token")
     try:
         host, port = address.rsplit(":", 1)
         channel = Channel(host, int(port))
+        authorize_channel(channel, runner_token)
         doomed = RunnerServiceStub(channel)
         for trial_id in ids:
             assert (await doomed.register_trial(request_for(spec_factory(trial_id)))).success
@@ -89,11 +107,11 @@ async def test_killed_runners_trials_are_reclaimed_and_a_live_runners_are_not(
             process.stdout.close()
     killed_at = time.monotonic()
 
-    store = HttpStateClient(db_url)
+    store = HttpStateClient(db.url, token=db.token)
     live_id = f"live-{os.getpid()}:0"
     async with (
-        start_runner_ctx(db_url, lease=30.0) as other,
-        start_runner_ctx(db_url, lease=30.0) as live,
+        start_runner_ctx(db, lease=30.0) as other,
+        start_runner_ctx(db, lease=30.0) as live,
     ):
         assert (await live.register_trial(request_for(spec_factory(live_id)))).success
         # the orphans are still under the dead runner's lease: refused, retryable, nothing changed
@@ -130,8 +148,8 @@ async def test_killed_runners_trials_are_reclaimed_and_a_live_runners_are_not(
 class start_runner_ctx:
     """An in-process runner on the DB service, yielding a stub."""
 
-    def __init__(self, db_url: str, *, lease: float) -> None:
-        self.settings = RunnerSettings(db_url=db_url, lease_seconds=lease)
+    def __init__(self, db: DbService, *, lease: float) -> None:
+        self.settings = RunnerSettings(db_url=db.url, db_token=db.token, lease_seconds=lease)
 
     async def __aenter__(self) -> RunnerServiceStub:
         self.handle = await start_runner(self.settings)

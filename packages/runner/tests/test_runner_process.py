@@ -16,12 +16,13 @@ import pytest
 from grpclib.client import Channel
 
 from tolokaforge.contracts.runner import ExecuteToolRequest, ExecutionStatus, RunnerServiceStub
+from tolokaforge.core.credentials import authorize_channel, new_token, write_token_file
 
 from .conftest import register_request
 from .test_isolation import hostile_spec
 
 
-async def _start(tmp: Path, isolation: str) -> tuple[asyncio.subprocess.Process, str]:
+async def _start(tmp: Path, isolation: str, token_file: Path) -> tuple[asyncio.subprocess.Process, str]:
     env = {**os.environ, "TMPDIR": str(tmp), "TOLOKAFORGE_RUNNER_ISOLATION": isolation}
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -29,6 +30,8 @@ async def _start(tmp: Path, isolation: str) -> tuple[asyncio.subprocess.Process,
         "from tolokaforge.runner.cli import main; main()",
         "--port",
         "0",
+        "--token-file",
+        str(token_file),
         "--tool-timeout",
         "1",
         env=env,
@@ -50,11 +53,15 @@ async def _start(tmp: Path, isolation: str) -> tuple[asyncio.subprocess.Process,
     ],
 )
 async def test_sigterm_ends_the_runner_after_hostile_tools(
-    tmp_path: Path, isolation: str, misbehaviours: list[str]
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, isolation: str, misbehaviours: list[str]
 ) -> None:
-    process, address = await _start(tmp_path, isolation)
+    token = new_token()
+    token_file = tmp_path_factory.mktemp("tokens") / "runner.token"  # not in tmp_path: it must end empty
+    write_token_file(token_file, token)
+    process, address = await _start(tmp_path, isolation, token_file)
     host, port = address.rsplit(":", 1)
     channel = Channel(host, int(port))
+    authorize_channel(channel, token)
     stub = RunnerServiceStub(channel)
     try:
         spec = hostile_spec("p:0")

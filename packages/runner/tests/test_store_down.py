@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from grpclib.client import Channel
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 
@@ -23,6 +22,7 @@ from tolokaforge.contracts.runner import (
     RunnerServiceStub,
 )
 from tolokaforge.contracts.tool import ToolErrorCategory
+from tolokaforge.core.credentials import new_token
 from tolokaforge.db.server import serve_settings
 from tolokaforge.db.settings import Settings as DbSettings
 from tolokaforge.runner import RunnerSettings, start_runner
@@ -31,8 +31,9 @@ from tolokaforge.runner import RunnerSettings, start_runner
 async def test_every_rpc_answers_typed_errors_while_the_store_is_down(
     spec_factory: Callable[..., dict[str, Any]], request_for: Callable[..., RegisterTrialRequest]
 ) -> None:
-    async with serve_settings(DbSettings(store="memory", port=0)) as db_url:
-        handle = await start_runner(RunnerSettings(db_url=db_url))
+    db_token = new_token()
+    async with serve_settings(DbSettings(store="memory", port=0, token=db_token)) as db_url:
+        handle = await start_runner(RunnerSettings(db_url=db_url, db_token=db_token))
         channel = handle.channel()
         stub = RunnerServiceStub(channel)
         assert (await stub.register_trial(request_for(spec_factory("down:0")))).success

@@ -2,7 +2,9 @@
 
 Its own pyproject names the pack (ini ``tolokaforge_packs``, relative to the project) and the checks;
 its tests folder has no conftest and uses the fixtures; pytest finds the plugin through its ``pytest11``
-entry point; and the runner under test is an external ``tolokaforge-runner`` (``--tolokaforge-runner``).
+entry point; and the runner under test is an external ``tolokaforge-runner`` (``--tolokaforge-runner``),
+whose token the plugin finds in the file the runner wrote for its port, or is given
+(``--tolokaforge-runner-token-file``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+
+from tolokaforge.core.credentials import TOKEN_DIR_ENV, new_token, write_token_file
 
 if TYPE_CHECKING:
     from conftest import RunPytest
@@ -69,27 +73,44 @@ def test_doing_nothing_fails(tolokaforge_trial):
 """
 
 
-@pytest.fixture
-def external_runner() -> Iterator[str]:
-    """A ``tolokaforge-runner`` process on an ephemeral port; its address."""
-    command = Path(sys.executable).parent / "tolokaforge-runner"
-    with subprocess.Popen(
-        [str(command), "--port", "0", "--store", "memory"], stdout=subprocess.PIPE, text=True
-    ) as process:
+@pytest.fixture(params=["default token file", "--tolokaforge-runner-token-file"])
+def external_runner(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[str, list[str]]]:
+    """A ``tolokaforge-runner`` process on an ephemeral port; its address and the plugin's options for
+    its token: none (the runner writes its token to the default file for its port, in a token directory
+    of this test, inherited by the project's pytest) or ``--tolokaforge-runner-token-file``."""
+    tokens = tmp_path_factory.mktemp("tokens")
+    monkeypatch.setenv(TOKEN_DIR_ENV, str(tokens))
+    command = [str(Path(sys.executable).parent / "tolokaforge-runner"), "--port", "0", "--store", "memory"]
+    options: list[str] = []
+    if request.param == "--tolokaforge-runner-token-file":
+        token_file = tmp_path_factory.mktemp("elsewhere") / "runner.token"  # not where a runner writes one
+        write_token_file(token_file, new_token())
+        command += ["--token-file", str(token_file)]
+        options = [f"--tolokaforge-runner-token-file={token_file}"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
         try:
             assert process.stdout is not None
             line = process.stdout.readline()
             found = re.search(r"listening on (\S+)", line)
             assert found is not None, line
-            yield found.group(1)
+            token_line = process.stdout.readline()
+            written = re.search(r"token in (\S+)", token_line)
+            assert written is not None, token_line
+            if not options:
+                port = found.group(1).rsplit(":", 1)[1]
+                assert Path(written.group(1)) == tokens / f"runner-{port}.token", token_line
+            yield found.group(1), options
         finally:
             process.terminate()
             process.wait(timeout=30)
 
 
 def test_a_separate_project_runs_the_plugin_against_an_external_runner(
-    run_pytest: RunPytest, tmp_path: Path, packs_dir: Path, external_runner: str
+    run_pytest: RunPytest, tmp_path: Path, packs_dir: Path, external_runner: tuple[str, list[str]]
 ) -> None:
+    address, token_options = external_runner
     project = tmp_path / "my-pack-repo"
     (project / "tests").mkdir(parents=True)
     (project / "pyproject.toml").write_text(PYPROJECT)
@@ -101,7 +122,7 @@ def test_a_separate_project_runs_the_plugin_against_an_external_runner(
     )
     assert not project.resolve().is_relative_to(PLUGIN.parents[1])
 
-    run = run_pytest(f"--tolokaforge-runner={external_runner}", cwd=project, autoload=True)
+    run = run_pytest(f"--tolokaforge-runner={address}", *token_options, cwd=project, autoload=True)
 
     assert run.returncode == 0, run.output
     assert "plugins: " in run.output and "tolokaforge-0.1.0" in run.output  # found by its entry point
@@ -122,5 +143,5 @@ def test_a_separate_project_runs_the_plugin_against_an_external_runner(
             )
         },
     }
-    assert f"runner {external_runner} status healthy" in run.output
+    assert f"runner {address} status healthy" in run.output
     assert "tasks checked: 5, passed: 5, failed: 0" in run.output

@@ -1,16 +1,18 @@
 """Command-line options, each paired with an ini key, and the settings read from them once.
 
-===========================  =======================  =============================================
-option                       ini key                  meaning
-===========================  =======================  =============================================
-``--tolokaforge-pack PATH``  ``tolokaforge_packs``    a pack to test (repeatable / one per line)
-``--tolokaforge-runner H:P`` ``tolokaforge_runner``   test this runner instead of an embedded one
-``--tolokaforge-checks L``   ``tolokaforge_checks``   comma list of the checks to run (default all)
-``--tolokaforge-provider C`` ``tolokaforge_providers`` a tool-provider command line to check for
-                                                      conformance (repeatable / one per line)
-``--tolokaforge-ray ADDR``   ``tolokaforge_ray``      run the per-task checks on this Ray cluster
-                                                      (``local``, ``auto``, ``HOST:PORT``)
-===========================  =======================  =============================================
+===================================== ================================= =============================================
+option                                ini key                           meaning
+===================================== ================================= =============================================
+``--tolokaforge-pack PATH``           ``tolokaforge_packs``             a pack to test (repeatable / one per line)
+``--tolokaforge-runner H:P``          ``tolokaforge_runner``            test this runner instead of an embedded one
+``--tolokaforge-runner-token-file P`` ``tolokaforge_runner_token_file`` that runner's token file (default: the file a
+                                                                        runner on this machine wrote for its port)
+``--tolokaforge-checks L``            ``tolokaforge_checks``            comma list of the checks to run (default all)
+``--tolokaforge-provider C``          ``tolokaforge_providers``         a tool-provider command line to check for
+                                                                        conformance (repeatable / one per line)
+``--tolokaforge-ray ADDR``            ``tolokaforge_ray``               run the per-task checks on this Ray cluster
+                                                                        (``local``, ``auto``, ``HOST:PORT``)
+===================================== ================================= =============================================
 
 A command-line value wins over the ini value. Relative command-line paths resolve from the directory
 pytest was invoked in; relative ini paths from the ini file's directory.
@@ -41,6 +43,8 @@ class Settings:
     """Tool-provider command lines (already shell-split) to check against the provider contract."""
     ray: str | None = None
     """A Ray cluster to run the per-task checks on (ray_checks.py); None runs them here."""
+    runner_token_file: Path | None = None
+    """The ``runner``'s token file; None: the one a runner on this machine wrote for its port."""
 
     @property
     def active(self) -> bool:
@@ -64,6 +68,14 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         metavar="HOST:PORT",
         help="Test the runner at HOST:PORT instead of starting an embedded one.",
+    )
+    group.addoption(
+        "--tolokaforge-runner-token-file",
+        dest="tolokaforge_runner_token_file",
+        default=None,
+        metavar="PATH",
+        help="The --tolokaforge-runner's token file (default: the file a runner on this machine wrote "
+        "for its port).",
     )
     group.addoption(
         "--tolokaforge-checks",
@@ -90,6 +102,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("tolokaforge_packs", "Task packs to test, one per line.", type="paths", default=[])
     parser.addini("tolokaforge_runner", "HOST:PORT of a runner to test instead of an embedded one.")
+    parser.addini("tolokaforge_runner_token_file", "The tolokaforge_runner's token file.")
     parser.addini("tolokaforge_ray", "A Ray cluster (local, auto, HOST:PORT) to run the per-task checks on.")
     parser.addini("tolokaforge_checks", f"Comma list of the checks to run: {', '.join(CHECKS)}.")
     parser.addini(
@@ -120,12 +133,20 @@ def read_settings(config: pytest.Config) -> Settings:
     ray = cast(str | None, config.getoption("tolokaforge_ray")) or (
         cast(str, config.getini("tolokaforge_ray")).strip() or None
     )
+    token_file = cast(str | None, config.getoption("tolokaforge_runner_token_file"))
+    if token_file:
+        runner_token_file = (config.invocation_params.dir / token_file).resolve()
+    else:
+        ini_value = cast(str, config.getini("tolokaforge_runner_token_file")).strip()
+        ini_dir = config.inipath.parent if config.inipath is not None else config.rootpath
+        runner_token_file = (ini_dir / ini_value).resolve() if ini_value else None
     return Settings(
         packs=packs,
         runner=runner,
         checks=parse_checks(raw_checks),
         providers=parse_providers(commands),
         ray=ray,
+        runner_token_file=runner_token_file,
     )
 
 

@@ -3,10 +3,14 @@
 pytest runs items synchronously, and an author's own tests may run their own event loop
 (pytest-asyncio). So everything that talks to the runner runs on one event loop in a background
 thread for the whole session; :meth:`ToloSession.run` submits a coroutine there and waits. The runner
-(embedded through the host's ``open_runner``, or the external one given by ``--tolokaforge-runner``)
-is opened lazily by the first item that needs it and closed when the session ends; a runner that
-cannot be reached fails every item that needs it with the same one-line reason, once. Tool providers
-under test (``--tolokaforge-provider``) are started on first use, once each, and stopped by ``close``.
+(an embedded one serving on a loopback port, as the host's ``open_runner(serve=True)`` starts it, or
+the external one given by ``--tolokaforge-runner``) is opened lazily by the first item that needs it
+and closed when the session ends; a runner that cannot be reached, or whose token cannot be found,
+fails every item that needs it with the same one-line reason, once. Both the host's client and the raw
+stub present the runner's token: the embedded runner's own, or the external runner's from
+``--tolokaforge-runner-token-file`` (else the file a runner on this machine wrote for its port). Tool
+providers under test (``--tolokaforge-provider``) are started on first use, once each, and stopped by
+``close``.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ import pytest
 from grpclib.client import Channel
 
 from tolokaforge.contracts.runner import RunnerServiceStub
-from tolokaforge.host import HostError, PackReport, RunnerClient, inspect_pack, open_runner, parse_address
+from tolokaforge.core.credentials import CredentialError, authorize_channel, client_token
+from tolokaforge.host import HostError, PackReport, RunnerClient, inspect_pack, parse_address
 
 from .errors import CheckFailure
 from .options import Settings
@@ -38,6 +43,13 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+
+_TRANSPORT_BUDGET_S = 10.0
+"""A contract test wants a quick verdict on an unreachable runner, not the host's 30 s patience."""
+
+
+class _SetupError(Exception):
+    """The runner cannot be used at all (no token, no sandbox): one line, every item that needs it."""
 
 
 @dataclass
@@ -115,7 +127,7 @@ class ToloSession:
             if self._connection is None:
                 try:
                     self._connection = await self._open()
-                except (HostError, OSError) as error:
+                except (HostError, OSError, _SetupError) as error:
                     where = self.settings.runner or "the embedded runner"
                     self._connect_error = f"cannot use the runner ({where}): {error}"
                     raise CheckFailure(self._connect_error) from error
@@ -124,17 +136,48 @@ class ToloSession:
     async def _open(self) -> RunnerConnection:
         stack = contextlib.AsyncExitStack()
         self._stack = stack
-        # A contract test wants a quick verdict on an unreachable runner, not the host's 30 s patience.
-        # serve: the fixtures' raw stub talks gRPC to the embedded runner too.
-        client = await stack.enter_async_context(
-            open_runner(self.settings.runner, transport_budget_s=10.0, serve=True)
-        )
-        host, port = parse_address(client.address)
-        channel = Channel(host, port)
-        stack.callback(channel.close)
+        if self.settings.runner is None:
+            client, channel = await self._embedded(stack)
+        else:
+            client, channel = self._external(stack, self.settings.runner)
         stub = RunnerServiceStub(channel)
         await client.health()  # fail here, once, when the runner is not there
         return RunnerConnection(client.address, self.settings.runner is None, client, stub)
+
+    async def _embedded(self, stack: contextlib.AsyncExitStack) -> tuple[RunnerClient, Channel]:
+        """An embedded runner serving on a loopback port (the fixtures' raw stub talks gRPC to it too),
+        closed with ``stack``; the host's client of it and the raw stub's channel, both with its token."""
+        from tolokaforge.runner import SandboxUnavailable, start_runner
+
+        try:
+            handle = await start_runner()
+        except SandboxUnavailable as error:  # the machine lacks a layer: a setup error, said in one line
+            raise _SetupError(str(error)) from error
+        stack.push_async_callback(handle.close)
+        client = RunnerClient(
+            handle.host, handle.port, transport_budget_s=_TRANSPORT_BUDGET_S, token=handle.token
+        )
+        stack.callback(client.close)
+        channel = handle.channel()
+        stack.callback(channel.close)
+        return client, channel
+
+    def _external(self, stack: contextlib.AsyncExitStack, address: str) -> tuple[RunnerClient, Channel]:
+        """The host's client of the runner at ``address`` and the raw stub's channel, closed with
+        ``stack``, both presenting its token."""
+        host, port = parse_address(address)
+        try:
+            token = client_token(
+                "runner", host, port, self.settings.runner_token_file, flag="--tolokaforge-runner-token-file"
+            )
+        except CredentialError as error:
+            raise _SetupError(str(error)) from error
+        client = RunnerClient(host, port, transport_budget_s=_TRANSPORT_BUDGET_S, token=token)
+        stack.callback(client.close)
+        channel = Channel(host, port)
+        authorize_channel(channel, token)
+        stack.callback(channel.close)
+        return client, channel
 
     def provider(self, argv: tuple[str, ...]) -> ProviderUnderTest:
         """The provider started from ``argv`` (once per session; stopped by :meth:`close`)."""

@@ -58,8 +58,7 @@ async def test_the_servers_state_hashes_like_the_python_tools_and_resets(greenho
         code is not None and code.files is not None and "tau_tools/species.json" in code.files
     )  # data travels
     hashes: dict[str, tuple[str, list[str]]] = {}
-    # What open_runner(None, serve=True) starts (the embedded runner on a loopback port), opened here
-    # to hold its token: the raw stub's channel presents it too.
+    # The embedded runner served on a loopback port; the client and the raw stub present its token.
     handle = await start_runner()
     runner = RunnerClient(handle.host, handle.port, token=handle.token)
     channel = handle.channel()

@@ -3,7 +3,7 @@
 pytest runs items synchronously, and an author's own tests may run their own event loop
 (pytest-asyncio). So everything that talks to the runner runs on one event loop in a background
 thread for the whole session; :meth:`ToloSession.run` submits a coroutine there and waits. The runner
-(an embedded one serving on a loopback port, as the host's ``open_runner(serve=True)`` starts it, or
+(an embedded one serving on a loopback port, started here with ``start_runner``, or
 the external one given by ``--tolokaforge-runner``) is opened lazily by the first item that needs it
 and closed when the session ends; a runner that cannot be reached, or whose token cannot be found,
 fails every item that needs it with the same one-line reason, once. Both the host's client and the raw

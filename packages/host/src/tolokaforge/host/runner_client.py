@@ -322,7 +322,6 @@ async def open_runner(
     transport_budget_s: float = 30.0,
     isolation: Literal["sandbox", "process", "thread"] = "sandbox",
     golden_replay: Literal["task", "trial"] = "task",
-    serve: bool = False,
     sandbox_without: Sequence[str] = (),
     token_file: Path | None = None,
     ca_file: Path | None = None,
@@ -330,9 +329,8 @@ async def open_runner(
     """A client of the runner at ``address``, or of an embedded runner (run with ``isolation`` and
     ``golden_replay``) started for the duration.
 
-    The embedded runner is called in process unless ``serve``: then it also listens on a loopback port,
-    the client's ``address``, and is called over gRPC like any other (for callers that open their
-    own connections to it, e.g. the pytest plugin's raw stub).
+    The embedded runner is called in process; a caller that needs it served over gRPC starts it with
+    ``tolokaforge.runner.start_runner`` and holds its token.
 
     A runner at ``address`` is called with its token: from ``token_file``, else from the file a runner
     on this machine wrote for that port (docs/services.md); over TLS when ``ca_file`` (the CA that
@@ -358,17 +356,10 @@ async def open_runner(
         isolation=isolation, golden_replay=golden_replay, sandbox_without=frozenset(sandbox_without)
     )
     try:
-        handle = await start_runner(settings, serve=serve)
+        handle = await start_runner(settings, serve=False)
     except SandboxUnavailable as error:  # the machine lacks a layer: a setup error, said in one line
         raise ConfigError(str(error)) from error
-    if serve:
-        client = RunnerClient(
-            handle.host, handle.port, transport_budget_s=transport_budget_s, token=handle.token
-        )
-    else:
-        client = RunnerClient(
-            "embedded", 0, transport_budget_s=transport_budget_s, stub=handle.in_process_stub()
-        )
+    client = RunnerClient("embedded", 0, transport_budget_s=transport_budget_s, stub=handle.in_process_stub())
     try:
         yield client
     finally:

@@ -293,6 +293,7 @@ async def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         code = Path(tmp)
+        code.chmod(0o755)  # the sandbox runs pack code as another user: it reads the code like a pack's
         (code / "tools.py").write_text(TOOLS)
         (code / "mcp_echo.py").write_text(MCP_SERVER)
         print(

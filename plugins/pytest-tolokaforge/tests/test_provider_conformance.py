@@ -14,11 +14,12 @@ BIN = Path(sys.executable).parent
 BAD = Path(__file__).resolve().parent / "fixtures" / "bad_provider.py"
 
 FS_OPERATIONS = ("read", "write", "list", "read_file", "write_file", "list_dir")
+PROVIDER_ITEMS = ("describe", "schema", "unknown_operation", "authentication", "configure_once")
 
 
 def _ids(provider: str, operations: tuple[str, ...]) -> set[str]:
     base = f"tolokaforge-provider[{provider}]"
-    ids = {f"{base}::describe", f"{base}::schema", f"{base}::unknown_operation"}
+    ids = {f"{base}::{check}" for check in PROVIDER_ITEMS}
     for operation in operations:
         ids |= {f"{base}::{operation}::declares", f"{base}::{operation}::invalid_arguments"}
     return ids
@@ -46,7 +47,7 @@ def test_builtin_providers_pass_every_item(run_pytest: RunPytest, tmp_path: Path
     expected = _ids("fs", FS_OPERATIONS) | _ids("exec", ("run", "calculator"))
     assert set(run.outcomes) == expected, run.output
     assert run.failed() == set(), run.output
-    assert "tolokaforge-provider[exec]: 7 checked, 7 passed, 0 failed" in run.output
+    assert "tolokaforge-provider[exec]: 9 checked, 9 passed, 0 failed" in run.output
     assert "tasks checked" not in run.output
 
 
@@ -68,6 +69,8 @@ def test_misbehaving_provider_fails_the_right_items(run_pytest: RunPytest) -> No
     assert {nodeid for nodeid in run.failed() if nodeid.startswith(first + "::")} == {
         f"{first}::describe",
         f"{first}::unknown_operation",
+        f"{first}::authentication",
+        f"{first}::configure_once",
         f"{first}::wrong_category::invalid_arguments",
         f"{first}::no_kind::declares",
         f"{first}::interactive_parallel::declares",
@@ -75,6 +78,11 @@ def test_misbehaving_provider_fails_the_right_items(run_pytest: RunPytest) -> No
     }, run.output
     assert "no version" in run.section(f"{first}::describe")
     assert "UNKNOWN without details" in run.section(f"{first}::unknown_operation")
+    # It asks for no token and takes any number of Configures.
+    assert "Describe with no token answered OK, not UNAUTHENTICATED" in run.section(
+        f"{first}::authentication"
+    )
+    assert "answered OK, not FAILED_PRECONDITION" in run.section(f"{first}::configure_once")
     assert "EXECUTION_FAILED, not INVALID_ARGUMENTS" in run.section(
         f"{first}::wrong_category::invalid_arguments"
     )
@@ -90,9 +98,7 @@ def test_misbehaving_provider_fails_the_right_items(run_pytest: RunPytest) -> No
 
     missing = "tolokaforge-provider[no-such-provider-command-7f3a]"
     assert {nodeid for nodeid in run.outcomes if nodeid.startswith(missing)} == {
-        f"{missing}::describe",
-        f"{missing}::schema",
-        f"{missing}::unknown_operation",
+        f"{missing}::{check}" for check in PROVIDER_ITEMS
     }
     assert run.failed() >= {f"{missing}::describe", f"{missing}::schema"}
     assert "cannot start 'no-such-provider-command-7f3a'" in run.output

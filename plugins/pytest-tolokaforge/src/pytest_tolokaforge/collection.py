@@ -12,7 +12,8 @@ may live anywhere, and the plugin does nothing without ``--tolokaforge-pack``)::
       health_check / ...                CheckItem
     tolokaforge-provider[<name>]        ProviderNode (per --tolokaforge-provider; Describe's name, or
                                         the command line when the provider does not answer)
-      describe / schema / unknown_operation      ProviderItem
+      describe / schema / unknown_operation /    ProviderItem
+      authentication / configure_once
       <operation>::declares / ::invalid_arguments ProviderItem (OperationNode <operation>)
 
 Ids read ``tolokaforge[retail]::write_cancel_processing_order::golden``, so ``-k <task_id>`` selects a

@@ -2,8 +2,11 @@
 
 The runner's :class:`~tolokaforge.runner.ChildProcess` spawns the command in its own
 process group, reads the ``TOLOKAFORGE_TOOL_PROVIDER|<version>|tcp|<host:port>`` handshake and drains
-the pipes; the generated ``ToolProviderServiceStub`` does the talking. Describe, GetSchema and an empty
-Configure are asked once at start and kept; every Invoke is collected into an :class:`InvokeOutcome`.
+the pipes; the generated ``ToolProviderServiceStub`` does the talking. As the runner does, the plugin
+makes the provider a token, hands it over on its stdin (``TOLOKAFORGE_PROVIDER_TOKEN_FD=0``) and sends it
+on every call; every operation is enabled. Describe, GetSchema and an empty Configure are asked once at
+start and kept; every Invoke is collected into an :class:`InvokeOutcome`; :meth:`ProviderUnderTest.answer`
+makes one call with the token of the caller's choice.
 :meth:`ProviderUnderTest.stop` kills the whole process tree and removes the scratch workspace.
 """
 
@@ -17,7 +20,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import grpclib
 import grpclib.client
@@ -35,14 +38,31 @@ from tolokaforge.contracts.tool import (
     ToolErrorCategory,
     ToolProviderServiceStub,
 )
-from tolokaforge.core.providers import Handshake, HandshakeError
+from tolokaforge.core.credentials import bearer, new_token
+from tolokaforge.core.providers import (
+    PROVIDER_RESERVED_ENV,
+    PROVIDER_TOKEN_FD_ENV,
+    Handshake,
+    HandshakeError,
+)
 from tolokaforge.runner import ChildProcess
 
-__all__ = ["HANDSHAKE_DEADLINE_S", "INVOKE_TIMEOUT_S", "InvokeOutcome", "ProviderUnderTest", "details_object"]
+__all__ = [
+    "HANDSHAKE_DEADLINE_S",
+    "INVOKE_TIMEOUT_S",
+    "RPCS",
+    "InvokeOutcome",
+    "ProviderUnderTest",
+    "Rpc",
+    "details_object",
+]
 
 HANDSHAKE_DEADLINE_S = 15.0
 RPC_TIMEOUT_S = 10.0
 INVOKE_TIMEOUT_S = 10.0
+
+Rpc = Literal["Describe", "GetSchema", "Configure", "Invoke"]
+RPCS: tuple[Rpc, ...] = ("Describe", "GetSchema", "Configure", "Invoke")
 
 
 @dataclass
@@ -74,6 +94,7 @@ class ProviderUnderTest:
         self._stub: ToolProviderServiceStub | None = None
         self._workspace: Path | None = None
         self._calls = itertools.count(1)
+        self.token = new_token()
 
     @property
     def pid(self) -> int | None:
@@ -82,7 +103,14 @@ class ProviderUnderTest:
     async def start(self) -> None:
         self._workspace = Path(tempfile.mkdtemp(prefix="tolokaforge-provider-"))
         try:
-            self._child = await ChildProcess.spawn(self.argv, cwd=self._workspace, env=os.environ)
+            # This process's environment, less what only the starter of a provider sets; the token on stdin.
+            env = {key: value for key, value in os.environ.items() if key not in PROVIDER_RESERVED_ENV}
+            self._child = await ChildProcess.spawn(
+                self.argv,
+                cwd=self._workspace,
+                env={**env, PROVIDER_TOKEN_FD_ENV: "0"},
+                stdin_data=self.token.encode("ascii") + b"\n",
+            )
         except OSError as error:
             self.start_error = f"cannot start {self.argv[0]!r}: {error}"
             return
@@ -92,7 +120,9 @@ class ProviderUnderTest:
             self.start_error = f"no usable handshake: {error}"
             return
         self._channel = grpclib.client.Channel(self.handshake.host, self.handshake.port)
-        self._stub = ToolProviderServiceStub(self._channel, timeout=RPC_TIMEOUT_S)
+        self._stub = ToolProviderServiceStub(
+            self._channel, timeout=RPC_TIMEOUT_S, metadata={"authorization": bearer(self.token)}
+        )
         try:
             self.described = await self._stub.describe(DescribeRequest())
         except (grpclib.GRPCError, grpclib.exceptions.StreamTerminatedError, OSError, TimeoutError) as error:
@@ -114,17 +144,7 @@ class ProviderUnderTest:
         if self._stub is None or self._workspace is None:
             outcome.transport = self.start_error or "the provider is not running"
             return outcome
-        request = InvokeRequest(
-            operation=operation,
-            arguments_json=arguments_json,
-            call_context=CallContext(
-                trial_id="tolokaforge-conformance",
-                call_id=f"conformance-{next(self._calls)}",
-                working_directory=str(self._workspace),
-                timeout_seconds=INVOKE_TIMEOUT_S,
-                attempt=1,
-            ),
-        )
+        request = self._invoke_request(operation, arguments_json)
         try:
             async for event in self._stub.invoke(request, timeout=INVOKE_TIMEOUT_S):
                 if event.result is not None:
@@ -142,6 +162,43 @@ class ProviderUnderTest:
         except (grpclib.GRPCError, grpclib.exceptions.StreamTerminatedError, OSError, TimeoutError) as error:
             outcome.transport = _transport(error)
         return outcome
+
+    async def answer(self, rpc: Rpc, authorization: str | None) -> str:
+        """Make one ``rpc`` call with ``authorization`` metadata (None: none): ``OK``, the gRPC status's
+        name, or how the transport failed. Configure sends ``{}``; Invoke an operation no provider has."""
+        if self._channel is None or self._workspace is None:
+            return self.start_error or "the provider is not running"
+        metadata = {"authorization": authorization} if authorization is not None else {}
+        stub = ToolProviderServiceStub(self._channel, timeout=RPC_TIMEOUT_S, metadata=metadata)
+        try:
+            if rpc == "Describe":
+                await stub.describe(DescribeRequest())
+            elif rpc == "GetSchema":
+                await stub.get_schema(GetSchemaRequest())
+            elif rpc == "Configure":
+                await stub.configure(ConfigureRequest(config_json="{}"))
+            else:
+                request = self._invoke_request("tolokaforge_no_such_operation", "{}")
+                async for _ in stub.invoke(request, timeout=INVOKE_TIMEOUT_S):
+                    pass
+        except grpclib.GRPCError as error:
+            return error.status.name
+        except (grpclib.exceptions.StreamTerminatedError, OSError, TimeoutError) as error:
+            return _transport(error)
+        return "OK"
+
+    def _invoke_request(self, operation: str, arguments_json: str) -> InvokeRequest:
+        return InvokeRequest(
+            operation=operation,
+            arguments_json=arguments_json,
+            call_context=CallContext(
+                trial_id="tolokaforge-conformance",
+                call_id=f"conformance-{next(self._calls)}",
+                working_directory=str(self._workspace),
+                timeout_seconds=INVOKE_TIMEOUT_S,
+                attempt=1,
+            ),
+        )
 
     async def stop(self) -> None:
         channel, child, workspace = self._channel, self._child, self._workspace

@@ -2,7 +2,9 @@
 
 Per provider: ``describe`` (name, version, the handshake's protocol version, the runner's version) and
 ``schema`` (operations listed, names unique), plus ``unknown_operation`` (an Invoke of an operation the
-provider does not offer ends with a classified ToolError). Per operation: ``declares`` (kind, risk,
+provider does not offer ends with a classified ToolError), ``authentication`` (every RPC without the
+provider's token, or with another, fails UNAUTHENTICATED) and ``configure_once`` (a second Configure, even
+with the token, fails FAILED_PRECONDITION). Per operation: ``declares`` (kind, risk,
 consistent ConcurrencySpec, valid input/output JSON Schemas) and ``invalid_arguments`` (arguments the
 input schema rejects end with a ToolError of category INVALID_ARGUMENTS). Every ToolError seen must carry
 a category other than UNSPECIFIED and PROCESS_CRASHED (the kernel's alone), a message, and -- for
@@ -24,7 +26,7 @@ from tolokaforge.core.providers import PROVIDER_PROTOCOL_VERSION
 
 from ..errors import CheckFailure
 from ..invalid_args import invalid_arguments
-from ..provider import InvokeOutcome, ProviderUnderTest, details_object
+from ..provider import RPCS, InvokeOutcome, ProviderUnderTest, details_object
 
 __all__ = ["OPERATION_CHECKS", "PROVIDER_CHECKS", "OperationCheck", "ProviderCheck"]
 
@@ -97,6 +99,32 @@ async def unknown_operation(provider: ProviderUnderTest) -> list[str]:
     if outcome.error is None and not problems:
         problems.append("answered with a result instead of a ToolError")
     _fail(f"Invoke of the unknown operation {NO_SUCH_OPERATION!r}", problems)
+    return []
+
+
+WRONG_TOKEN = "tolokaforge-not-the-token-" + "x" * 32
+
+
+async def authentication(provider: ProviderUnderTest) -> list[str]:
+    _started(provider)
+    problems: list[str] = []
+    for rpc in RPCS:
+        for what, authorization in (("no token", None), ("a wrong token", f"Bearer {WRONG_TOKEN}")):
+            answer = await provider.answer(rpc, authorization)
+            if answer != "UNAUTHENTICATED":
+                problems.append(f"{rpc} with {what} answered {answer}, not UNAUTHENTICATED")
+    _fail("calls without the provider's token", problems)
+    return []
+
+
+async def configure_once(provider: ProviderUnderTest) -> list[str]:
+    _started(provider)
+    answer = await provider.answer("Configure", f"Bearer {provider.token}")
+    if answer != "FAILED_PRECONDITION":
+        raise CheckFailure(
+            f"a second Configure (with the token) answered {answer}, not FAILED_PRECONDITION: "
+            "a provider takes one Configure, from the runner that started it"
+        )
     return []
 
 
@@ -236,6 +264,8 @@ PROVIDER_CHECKS: dict[str, ProviderCheck] = {
     "describe": describe,
     "schema": schema,
     "unknown_operation": unknown_operation,
+    "authentication": authentication,
+    "configure_once": configure_once,
 }
 OPERATION_CHECKS: dict[str, OperationCheck] = {
     "declares": declares,

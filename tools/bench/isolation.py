@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import psutil
-from grpclib.client import Channel
 from grpclib.exceptions import StreamTerminatedError
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -23,8 +23,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grpclib.client import Channel
-
 from tolokaforge.contracts.runner import (
     CleanupTrialRequest,
     ExecuteToolRequest,

@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grpclib.client import Channel
 from runner_calls import PARAMS, TOOLS  # the benchmarks' shared ping/touch tools
 
 from tolokaforge.contracts.runner import (

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import secrets
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -15,7 +15,6 @@ from pathlib import Path
 import aiohttp
 
 from tolokaforge.db.http_client import HttpStateClient
-
 
 TOKEN = secrets.token_urlsafe(32)
 

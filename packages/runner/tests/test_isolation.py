@@ -12,7 +12,6 @@ from typing import Any
 
 import psutil
 import pytest
-from grpclib.client import Channel
 
 from tolokaforge.contracts.runner import (
     CleanupTrialRequest,

@@ -94,7 +94,9 @@ class RunnerHandle:
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def channel(self, *, codec: CodecBase | None = None, ssl_context: ssl.SSLContext | None = None) -> Channel:
+    def channel(
+        self, *, codec: CodecBase | None = None, ssl_context: ssl.SSLContext | None = None
+    ) -> Channel:
         """A grpclib channel to this runner whose every call carries its token."""
         channel = Channel(self.host, self.port, codec=codec, ssl=ssl_context)
         authorize_channel(channel, self.token)

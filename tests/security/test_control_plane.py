@@ -28,7 +28,16 @@ from grpclib.exceptions import GRPCError, StreamTerminatedError
 from tolokaforge.contracts.db_api import openapi_document
 from tolokaforge.contracts.runner import HealthCheckRequest, RunnerServiceStub
 from tolokaforge.core.credentials import authorize_channel, client_tls, new_token, write_token_file
-from tolokaforge.db import ConflictError, HttpStateClient, MemoryStore, Settings, create_app, serve_app
+from tolokaforge.db import (
+    ConflictError,
+    HttpStateClient,
+    LocalStateClient,
+    MemoryStore,
+    PayloadTooLargeError,
+    Settings,
+    create_app,
+    serve_app,
+)
 from tolokaforge.runner import RunnerHandle, RunnerSettings, start_runner
 
 from .test_server_escapes import MCP_ATTACK, call, register
@@ -140,6 +149,33 @@ async def test_bodies_are_capped_and_a_trial_has_a_quota() -> None:
                         body = await answer.json()
                         assert str(3 << 20) in body["message"] and "quota" in body["message"], body
             assert statuses[:3] == [200, 200, 200] and statuses[3:] == [413, 413], statuses
+        # nothing of a refused patch landed
+        async with (
+            aiohttp.ClientSession(headers=headers) as session,
+            session.get(url + "/trials/q:0/state") as answer,
+        ):
+            assert len((await answer.json())["tables"]["t"]) == 3
+
+
+async def test_the_in_process_store_keeps_the_same_quota() -> None:
+    """The embedded runner's store (no HTTP in between) counts a trial's changes against the same quota."""
+    store = MemoryStore()
+    client = await LocalStateClient.open(store)
+    client.service.max_trial_bytes = 2 << 20
+    try:
+        await client.init_trial("q:0", {"t": []})
+        record = {"id": "r", "pad": "z" * (900 << 10)}
+        change = [{"table_name": "t", "operations": [{"op": "insert", "record": record}]}]
+        await client.patch("q:0", change)
+        await client.patch("q:0", change, parsed_json=True)
+        with pytest.raises(PayloadTooLargeError, match="quota"):
+            await client.patch("q:0", change, parsed_json=True)
+        assert (await client.get_hashes("q:0")).version == 2
+        await client.delete_trial("q:0")  # a new trial under the id starts a fresh count
+        await client.init_trial("q:0", {"t": []})
+        await client.patch("q:0", change)
+    finally:
+        await client.aclose()
 
 
 async def test_init_of_a_trial_another_run_holds_is_refused(db_service: tuple[str, str]) -> None:

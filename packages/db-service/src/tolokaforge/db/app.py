@@ -63,27 +63,14 @@ def _error(exc: DBServiceError, headers: dict[str, str] | None = None) -> Respon
 class _Endpoints:
     """One coroutine per operation: decode the request, call the service, encode the answer."""
 
-    def __init__(self, service: Service, max_body_bytes: int, max_trial_bytes: int) -> None:
+    def __init__(self, service: Service, max_body_bytes: int) -> None:
         self.service = service
         self.max_body_bytes = max_body_bytes
-        self.max_trial_bytes = max_trial_bytes
-        self._written: dict[str, int] = {}
-        """Bytes each trial's init and patches brought in (this process's count, per init)."""
 
-    def _charge(self, trial_id: str, size: int, *, init: bool) -> None:
-        """Count ``size`` against the trial's write quota; 413 once it is used up."""
-        used = size + (0 if init else self._written.get(trial_id, 0))
-        if used > self.max_trial_bytes:
-            raise PayloadTooLargeError(
-                f"trial {trial_id!r} would hold over its quota of {self.max_trial_bytes} bytes written",
-                {"limit": self.max_trial_bytes, "trial_id": trial_id},
-            )
-        self._written[trial_id] = used
+    async def _body(self, request: Request) -> Any:
+        return parse_body(await self._read(request))
 
-    async def _body(self, request: Request, *, init: bool = False) -> Any:
-        return parse_body(await self._read(request, init=init))
-
-    async def _read(self, request: Request, *, init: bool = False) -> bytes:
+    async def _read(self, request: Request) -> bytes:
         declared = request.headers.get("content-length")
         limit = self.max_body_bytes
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -95,9 +82,6 @@ class _Endpoints:
             if size > limit:
                 raise PayloadTooLargeError(f"the body is over {limit} bytes", {"limit": limit})
             chunks.append(chunk)
-        trial_id = request.path_params.get("trial_id")
-        if trial_id is not None:
-            self._charge(str(trial_id), size, init=init)
         return b"".join(chunks)
 
     @staticmethod
@@ -108,7 +92,7 @@ class _Endpoints:
         return _json(await self.service.health())
 
     async def init_trial(self, request: Request) -> Response:
-        body = await self._body(request, init=True)
+        body = await self._body(request)
         return _json(await self.service.init_trial(self._path(request, "trial_id"), body), 201)
 
     async def _state(self, request: Request, stable: bool) -> Response:
@@ -126,13 +110,14 @@ class _Endpoints:
         return _json(await self.service.get_hashes(self._path(request, "trial_id")))
 
     async def patch_state(self, request: Request) -> Response:
-        body = await self._body(request)
-        return _json(await self.service.patch_state(self._path(request, "trial_id"), body))
+        data = await self._read(request)
+        trial_id = self._path(request, "trial_id")
+        return _json(await self.service.patch_state(trial_id, parse_body(data), size=len(data)))
 
     async def patch_table(self, request: Request) -> Response:
-        body = await self._body(request)
+        data = await self._read(request)
         trial_id, table_name = self._path(request, "trial_id"), self._path(request, "table_name")
-        return _json(await self.service.patch_table(trial_id, table_name, body))
+        return _json(await self.service.patch_table(trial_id, table_name, parse_body(data), size=len(data)))
 
     async def create_snapshot(self, request: Request) -> Response:
         names = self._path(request, "trial_id"), self._path(request, "snapshot_name")
@@ -152,9 +137,7 @@ class _Endpoints:
         return _json(await self.service.reset(self._path(request, "trial_id")))
 
     async def delete_trial(self, request: Request) -> Response:
-        trial_id = self._path(request, "trial_id")
-        await self.service.delete_trial(trial_id, request.query_params.get("owner"))
-        self._written.pop(trial_id, None)
+        await self.service.delete_trial(self._path(request, "trial_id"), request.query_params.get("owner"))
         return Response(status_code=204)
 
     async def renew_lease(self, request: Request) -> Response:
@@ -280,8 +263,8 @@ def create_app(
     """
     spec = spec or ApiSpec.load(settings.spec_path)
     store = store or make_store(settings)
-    service = Service(store, spec)
-    endpoints = _Endpoints(service, settings.max_body_bytes, settings.max_trial_bytes)
+    service = Service(store, spec, max_trial_bytes=settings.max_trial_bytes)
+    endpoints = _Endpoints(service, settings.max_body_bytes)
     token = settings.token or new_token()
 
     @asynccontextmanager

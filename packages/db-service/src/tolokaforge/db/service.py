@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, cast
 
-from tolokaforge.db.errors import ValidationFailedError
+from tolokaforge.db.errors import PayloadTooLargeError, ValidationFailedError
 from tolokaforge.db.init_check import InitCheck
 from tolokaforge.db.operations import TableChange
 from tolokaforge.db.patch_check import PatchCheck
@@ -23,6 +23,11 @@ from tolokaforge.db.record_schemas import compile_schemas
 from tolokaforge.db.spec import ApiSpec
 from tolokaforge.db.store import Hashes, Store, TrialInit
 from tolokaforge.db.tables import Record, build_table
+
+MAX_TRIAL_BYTES = 128 * 1024 * 1024
+"""A trial's write quota: the bytes of changes it may be sent after its init. With the cap on one
+request, it bounds the state one trial can grow to (a state is never larger than what was written
+into it), counted from the request's bytes at no extra cost per request."""
 
 __all__ = ["Service"]
 
@@ -40,9 +45,13 @@ def _package_version() -> str:
 class Service:
     """One store behind the contract's operations."""
 
-    def __init__(self, store: Store, spec: ApiSpec) -> None:
+    def __init__(self, store: Store, spec: ApiSpec, *, max_trial_bytes: int = MAX_TRIAL_BYTES) -> None:
         self.store = store
         self.spec = spec
+        self.max_trial_bytes = max_trial_bytes
+        self._written: dict[str, int] = {}
+        """Bytes of changes each trial was sent since its init (its write quota's count). The count is
+        this process's: a durable store's trial starts a fresh count in a new service process."""
         self.version = _package_version()
         self._init_check = InitCheck(spec)
         self._patch_check = PatchCheck(spec)
@@ -107,6 +116,7 @@ class Service:
             from_state=from_state,
         )
         hashes = await self.store.init_trial(trial_id, init)
+        self._written.pop(trial_id, None)  # a new trial under this id: a fresh quota
         return {
             "trial_id": trial_id,
             "version": hashes.version,
@@ -137,15 +147,21 @@ class Service:
             "full_hash": hashes.full_hash,
         }
 
-    async def patch_table(self, trial_id: str, table_name: str, body: Any) -> dict[str, Any]:
+    async def patch_table(
+        self, trial_id: str, table_name: str, body: Any, *, size: int | None = None
+    ) -> dict[str, Any]:
+        """``size``: the body's bytes when it came encoded (None: measured here), for the write quota."""
         self._trial_id(trial_id)
         self._table_name(table_name)
         self._patch_check.validate("TablePatchRequest", body)
         request = cast(dict[str, Any], body)
         change = TableChange(table_name, cast(list[Record], request["operations"]))
-        return await self._patch(trial_id, [change], cast(int | None, request.get("expected_version")))
+        return await self._patch(
+            trial_id, [change], cast(int | None, request.get("expected_version")), _size(body, size)
+        )
 
-    async def patch_state(self, trial_id: str, body: Any) -> dict[str, Any]:
+    async def patch_state(self, trial_id: str, body: Any, *, size: int | None = None) -> dict[str, Any]:
+        """``size``: the body's bytes when it came encoded (None: measured here), for the write quota."""
         self._trial_id(trial_id)
         self._patch_check.validate("StatePatchRequest", body)
         request = cast(dict[str, Any], body)
@@ -153,11 +169,19 @@ class Service:
         for change in cast(list[Mapping[str, Any]], request["changes"]):
             self._table_name(cast(str, change["table_name"]))
             changes.append(TableChange(cast(str, change["table_name"]), change["operations"]))
-        return await self._patch(trial_id, changes, cast(int | None, request.get("expected_version")))
+        return await self._patch(
+            trial_id, changes, cast(int | None, request.get("expected_version")), _size(body, size)
+        )
 
     async def _patch(
-        self, trial_id: str, changes: Sequence[TableChange], expected_version: int | None
+        self, trial_id: str, changes: Sequence[TableChange], expected_version: int | None, size: int
     ) -> dict[str, Any]:
+        used = self._written.get(trial_id, 0) + size
+        if used > self.max_trial_bytes:  # refused before anything is applied
+            raise PayloadTooLargeError(
+                f"trial {trial_id!r} is over its write quota of {self.max_trial_bytes} bytes of changes",
+                {"limit": self.max_trial_bytes, "trial_id": trial_id},
+            )
         # JSON Schema counts 3.0 as an integer; the store compares versions as ints.
         expected = None if expected_version is None else int(expected_version)
         for change in changes:
@@ -165,6 +189,8 @@ class Service:
                 if "index" in operation:
                     cast(dict[str, Any], operation)["index"] = int(operation["index"])
         new_version, applied = await self.store.patch(trial_id, changes, expected)
+        # Counted once applied: an unknown trial or a refused batch costs nothing.
+        self._written[trial_id] = self._written.get(trial_id, 0) + size
         return {"trial_id": trial_id, "version": new_version, "applied": applied}
 
     def _names(self, trial_id: str, snapshot_name: str) -> None:
@@ -193,6 +219,7 @@ class Service:
         if owner is not None:
             self.spec.check_name("OwnerId", owner, "owner")
         await self.store.delete_trial(trial_id, owner)
+        self._written.pop(trial_id, None)
 
     async def renew_lease(self, owner: str) -> dict[str, Any]:
         """LeaseInfo, after renewing every trial ``owner`` holds (a request without a body)."""
@@ -211,3 +238,9 @@ class Service:
 
 def _state_version(trial_id: str, hashes: Hashes) -> dict[str, Any]:
     return {"trial_id": trial_id, "version": hashes.version, "stable_hash": hashes.stable_hash}
+
+
+def _size(body: Any, size: int | None) -> int:
+    """A patch body's bytes: as received, or encoded once here (the in-process client's changes; the
+    cost of encoding what changed, never the state)."""
+    return size if size is not None else len(json.dumps(body, separators=(",", ":"), default=str))

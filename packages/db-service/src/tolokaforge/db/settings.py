@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tolokaforge.core.settings import parse_settings
+from tolokaforge.db.service import MAX_TRIAL_BYTES
 
 __all__ = ["ENV_PREFIX", "MAX_BODY_BYTES", "MAX_TRIAL_BYTES", "DbOptions", "Settings"]
 
@@ -27,9 +28,6 @@ StoreKind = Literal["memory", "postgres"]
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """The largest request body: twice the largest initial state of a pack we know (a few MB), far below
 what would let one request fill the service's memory."""
-MAX_TRIAL_BYTES = 128 * 1024 * 1024
-"""A trial's write quota: its init body and every patch body, added up. It bounds the state one trial
-can grow to (a state is never larger than what was written into it) at no cost per request."""
 
 
 class DbOptions(BaseModel):
@@ -54,7 +52,7 @@ class DbOptions(BaseModel):
     max_trial_bytes: int = Field(
         MAX_TRIAL_BYTES,
         gt=0,
-        description="answer 413 once a trial's init and patch bodies add up to more than this",
+        description="answer 413 once the changes a trial was sent since its init add up to more than this",
     )
     spec: Path | None = Field(None, description="contract file to serve (unset: the packaged one)")
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(

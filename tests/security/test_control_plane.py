@@ -8,6 +8,7 @@ a host holding a wrong token, and an unsandboxed MCP server's capability URL.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -174,6 +175,53 @@ async def test_the_in_process_store_keeps_the_same_quota() -> None:
         await client.delete_trial("q:0")  # a new trial under the id starts a fresh count
         await client.init_trial("q:0", {"t": []})
         await client.patch("q:0", change)
+    finally:
+        await client.aclose()
+
+
+async def test_one_quota_whichever_door_the_changes_come_through() -> None:
+    """The embedded store served to the gateway is the same Service: one count per trial."""
+    client = await LocalStateClient.open(MemoryStore())
+    client.service.max_trial_bytes = 2 << 20
+    token = new_token()
+    record = {"id": "r", "pad": "z" * (900 << 10)}
+    change = [{"table_name": "t", "operations": [{"op": "insert", "record": record}]}]
+    try:
+        await client.init_trial("q:0", {"t": []})
+        async with client.serve_http(token=token) as url:
+            remote = HttpStateClient(url, token=token)
+            try:
+                await client.patch("q:0", change)
+                await remote.patch("q:0", change)
+                with pytest.raises(PayloadTooLargeError, match="quota"):
+                    await remote.patch("q:0", change)
+            finally:
+                await remote.aclose()
+    finally:
+        await client.aclose()
+
+
+class _SlowStore(MemoryStore):
+    """A store whose patch awaits, as a durable store's does."""
+
+    async def patch(self, trial_id: str, changes: Any, expected_version: int | None) -> tuple[int, int]:
+        await asyncio.sleep(0.02)
+        return await super().patch(trial_id, changes, expected_version)
+
+
+async def test_concurrent_patches_cannot_pass_the_quota_together() -> None:
+    client = await LocalStateClient.open(_SlowStore())
+    client.service.max_trial_bytes = 3 << 20
+    record = {"id": "r", "pad": "z" * (900 << 10)}
+    change = [{"table_name": "t", "operations": [{"op": "insert", "record": record}]}]
+    try:
+        await client.init_trial("q:0", {"t": []})
+        results = await asyncio.gather(
+            *(client.patch("q:0", change) for _ in range(10)), return_exceptions=True
+        )
+        refused = [r for r in results if isinstance(r, PayloadTooLargeError)]
+        assert len(refused) == 7, results
+        assert len((await client.get_state("q:0")).tables["t"]) == 3
     finally:
         await client.aclose()
 
@@ -351,8 +399,8 @@ import os, urllib.request, urllib.parse
 base = os.environ['TOLOKAFORGE_DB_URL']
 parts = urllib.parse.urlsplit(base)
 root = f'{{parts.scheme}}://{{parts.netloc}}'
-def status(url, method='GET'):
-    request = urllib.request.Request(url, method=method)
+def status(url, method='GET', body=None):
+    request = urllib.request.Request(url, method=method, data=body, headers={{'Content-Type': 'application/json'}})
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:
             return answer.status, answer.read().decode()[:200]
@@ -363,6 +411,10 @@ result = {{
     'own': status(base + '/trials/{own}/state'),
     'victim': status(base + '/trials/{victim}/state'),
     'victim_delete': status(base + '/trials/{victim}', 'DELETE'),
+    'own_delete': status(base + '/trials/{own}', 'DELETE'),
+    'own_init': status(base + '/trials/{own}/init', 'POST', b'{{"tables": {{}}, "owner": "squatter", "lease_seconds": 86400}}'),
+    'own_lease': status(base + '/owners/squatter/lease', 'POST'),
+    'own_reset': status(base + '/trials/{own}/reset', 'POST'),
     'no_key': status(root + '/trials/{victim}/state'),
     'forged_key': status(root + '/trial-key/forged/trials/{victim}/state'),
     'env': {{k: v for k, v in os.environ.items() if k.startswith('TOLOKAFORGE')}},
@@ -371,8 +423,9 @@ result = {{
             },
         )
         assert seen["own"][0] == 200 and "thief:0-secret" in seen["own"][1], seen
-        for key in ("victim", "victim_delete", "no_key", "forged_key"):
+        for key in ("victim", "victim_delete", "no_key", "forged_key", "own_delete", "own_init", "own_lease"):
             assert seen[key][0] == 403, (key, seen[key])
+        assert seen["own_reset"][0] == 200, seen["own_reset"]  # a data operation on its own trial
         door = await handle.servicer.registry.gateway._state_door()  # pyright: ignore[reportPrivateUsage]
         assert door.token is not None and door.token not in json.dumps(seen)  # the admin token never leaves
         assert seen["env"]["TOLOKAFORGE_DB_URL"] == seen["base"] and "/trial-key/" in seen["base"]

@@ -253,17 +253,20 @@ def create_app(
     spec: ApiSpec | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     owns_store: bool = True,
+    service: Service | None = None,
 ) -> Starlette:
-    """The app for ``settings``; ``store`` and ``spec`` default to what the settings name.
+    """The app for ``settings``; ``store`` and ``spec`` default to what the settings name. ``service``:
+    serve an existing Service (its store, spec and write-quota counts) rather than a new one.
 
     Requests must present ``settings.token`` (None: a fresh token, kept in ``app.state.token``).
     The lifespan starts the store and closes it, unless ``owns_store`` is false (a store that is already
     started and belongs to someone else). ``extra_routes`` exist for benchmarks (an echo route beside
     the real ones); the service's own routes are always exactly the contract's.
     """
-    spec = spec or ApiSpec.load(settings.spec_path)
-    store = store or make_store(settings)
-    service = Service(store, spec, max_trial_bytes=settings.max_trial_bytes)
+    if service is None:
+        spec = spec or ApiSpec.load(settings.spec_path)
+        service = Service(store or make_store(settings), spec, max_trial_bytes=settings.max_trial_bytes)
+    store, spec = service.store, service.spec
     endpoints = _Endpoints(service, settings.max_body_bytes)
     token = settings.token or new_token()
 

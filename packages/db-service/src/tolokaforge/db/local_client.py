@@ -65,9 +65,8 @@ class LocalStateClient:
         from tolokaforge.db.server import serve_app
         from tolokaforge.db.settings import Settings
 
-        app = create_app(
-            Settings(token=token), store=self._service.store, spec=self._service.spec, owns_store=False
-        )
+        # The same Service: one write-quota count per trial, whichever door its changes come through.
+        app = create_app(Settings(token=token), service=self._service, owns_store=False)
         async with serve_app(app, uds=None if uds is None else str(uds)) as url:
             yield url
 

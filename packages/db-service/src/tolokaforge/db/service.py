@@ -188,9 +188,18 @@ class Service:
             for operation in change.operations:
                 if "index" in operation:
                     cast(dict[str, Any], operation)["index"] = int(operation["index"])
-        new_version, applied = await self.store.patch(trial_id, changes, expected)
-        # Counted once applied: an unknown trial or a refused batch costs nothing.
-        self._written[trial_id] = self._written.get(trial_id, 0) + size
+        # Reserved before the store awaits, so concurrent patches of one trial see each other's bytes;
+        # given back if the batch is refused (an unknown trial or a refused batch costs nothing).
+        self._written[trial_id] = used
+        try:
+            new_version, applied = await self.store.patch(trial_id, changes, expected)
+        except BaseException:
+            left = self._written.get(trial_id, 0) - size
+            if left > 0:
+                self._written[trial_id] = left
+            else:
+                self._written.pop(trial_id, None)
+            raise
         return {"trial_id": trial_id, "version": new_version, "applied": applied}
 
     def _names(self, trial_id: str, snapshot_name: str) -> None:

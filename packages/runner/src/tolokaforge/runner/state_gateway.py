@@ -8,9 +8,13 @@ credential of every trial) or reach another trial. So a server is given a door o
 * unsandboxed (``--isolation process``), a capability URL on one loopback port,
   ``http://127.0.0.1:<port>/trial-key/<key>``, where ``<key>`` is a secret made for that trial.
 
-A request is forwarded only when its path is that trial's (``/trials/<the trial's id>`` and below, no
-``.``/``..`` segment, no encoded slash or dot), carrying the service's token, which the gateway adds;
-anything else answers 403 with the contract's Error body. One aiohttp server serves every door.
+A request is forwarded only when it is a data operation on that trial (read its state or hashes,
+patch it, snapshot, restore, reset: never ``init``, the trial's deletion or a lease, which are its
+runner's alone), with no ``.``/``..`` segment and no encoded slash or dot, carrying the service's
+token, which the gateway adds; anything else answers 403 with the contract's Error body. A door has
+at most :data:`IN_FLIGHT` requests in flight (the rest wait), so a server cannot make the runner
+buffer more than that many bodies at once; a request whose door closed while its body arrived is
+refused, not forwarded into a new trial of the same id. One aiohttp server serves every door.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import shutil
 import tempfile
 import urllib.parse
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
@@ -36,6 +40,20 @@ MAX_BODY_BYTES = 32 << 20
 """As the DB service's own request limit."""
 
 KEY_PREFIX = "/trial-key/"
+
+IN_FLIGHT = 2
+"""Requests one door forwards at once."""
+
+_DATA_OPERATIONS: dict[tuple[str, ...], frozenset[str]] = {
+    ("state",): frozenset({"GET", "PATCH"}),
+    ("state", "stable"): frozenset({"GET"}),
+    ("state", "hash"): frozenset({"GET"}),
+    ("state", "*"): frozenset({"PATCH"}),
+    ("snapshots", "*"): frozenset({"POST", "DELETE"}),
+    ("snapshots", "*", "restore"): frozenset({"POST"}),
+    ("reset",): frozenset({"POST"}),
+}
+"""What a trial's own code may do to its trial, by path below ``/trials/<id>`` (``*``: a name)."""
 
 _HOP_HEADERS = {
     "host",
@@ -54,6 +72,7 @@ class _Door:
     site: web.UnixSite | None = None
     path: Path | None = None
     key: str | None = None
+    in_flight: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(IN_FLIGHT))
 
 
 class StateGateway:
@@ -163,23 +182,29 @@ class StateGateway:
         if found is None:
             return _refuse(403, "this door serves no trial")
         trial_id, path = found
-        if not allowed(path, trial_id):
-            return _refuse(403, f"this endpoint serves trial {trial_id!r} alone")
-        door = await self._state_door()
-        session = self._client_session(door)
-        headers = {name: value for name, value in request.headers.items() if name.lower() not in _HOP_HEADERS}
-        if door.token is not None:
-            headers["Authorization"] = bearer(door.token)
-        body = await request.read()
-        try:
-            async with session.request(
-                request.method, door.url.rstrip("/") + path, headers=headers, data=body or None
-            ) as answer:
-                content = await answer.read()
-                kept = {k: v for k, v in answer.headers.items() if k.lower() not in _HOP_HEADERS}
-                return web.Response(status=answer.status, body=content, headers=kept)
-        except aiohttp.ClientError as error:
-            return _refuse(502, f"the DB service could not be reached: {error}")
+        if not allowed(request.method, path, trial_id):
+            return _refuse(403, f"this door serves data operations on trial {trial_id!r} alone")
+        door = self._doors.get(trial_id)
+        if door is None:
+            return _refuse(403, "this door serves no trial")
+        async with door.in_flight:
+            body = await request.read()
+            if self._doors.get(trial_id) is not door:  # closed while the body arrived: not a new trial's
+                return _refuse(403, "this door closed")
+            state = await self._state_door()
+            session = self._client_session(state)
+            headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
+            if state.token is not None:
+                headers["Authorization"] = bearer(state.token)
+            try:
+                async with session.request(
+                    request.method, state.url.rstrip("/") + path, headers=headers, data=body or None
+                ) as answer:
+                    content = await answer.read()
+                    kept = {k: v for k, v in answer.headers.items() if k.lower() not in _HOP_HEADERS}
+                    return web.Response(status=answer.status, body=content, headers=kept)
+            except aiohttp.ClientError as error:
+                return _refuse(502, f"the DB service could not be reached: {error}")
 
     def _client_session(self, door: StateDoor) -> aiohttp.ClientSession:
         if self._session is None:
@@ -188,23 +213,28 @@ class StateGateway:
         return self._session
 
 
-def allowed(raw_path: str, trial_id: str) -> bool:
-    """Whether ``raw_path`` (as sent, still percent-encoded, with its query) is ``trial_id``'s own:
-    ``/trials/<id>`` or below it, with no segment a server could resolve to somewhere else."""
+def allowed(method: str, raw_path: str, trial_id: str) -> bool:
+    """Whether ``method raw_path`` (as sent, still percent-encoded, with its query) is a data operation
+    on ``trial_id``: ``/trials/<id>/...`` as :data:`_DATA_OPERATIONS` lists, with no segment a server
+    could resolve to somewhere else."""
     parts = raw_path.split("?", 1)[0].split("/")
-    if len(parts) < 3 or parts[0] != "" or parts[1] != "trials":
+    if len(parts) < 4 or parts[0] != "" or parts[1] != "trials":
         return False
     if urllib.parse.unquote(parts[2]) != trial_id:
         return False
-    for segment in parts[3:]:
+    rest = parts[3:]
+    for segment in rest:
         lowered = segment.lower()
         if (
-            segment in (".", "..")
+            segment in ("", ".", "..")
             or "\\" in segment
             or any(code in lowered for code in ("%2f", "%2e", "%5c"))
         ):
             return False
-    return True
+    methods = _DATA_OPERATIONS.get(tuple(rest))
+    if methods is None and len(rest) >= 2:  # a table or snapshot name in the second place
+        methods = _DATA_OPERATIONS.get((rest[0], "*", *rest[2:]))
+    return methods is not None and method in methods
 
 
 def _refuse(status: int, message: str) -> web.Response:

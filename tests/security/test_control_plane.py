@@ -311,6 +311,13 @@ async def test_a_public_bind_with_tls_serves_only_tls_and_the_token(tmp_path: Pa
             assert (await RunnerServiceStub(channel).health_check(HealthCheckRequest(), timeout=10)).version
         finally:
             channel.close()
+        anonymous = Channel("127.0.0.1", handle.port, ssl=client_tls(cert))  # TLS alone opens nothing
+        try:
+            with pytest.raises(GRPCError) as refused:
+                await RunnerServiceStub(anonymous).health_check(HealthCheckRequest(), timeout=10)
+            assert refused.value.status == Status.UNAUTHENTICATED
+        finally:
+            anonymous.close()
         plain = Channel("127.0.0.1", handle.port)  # the token without TLS: nothing is answered
         authorize_channel(plain, handle.token)
         try:
@@ -320,6 +327,43 @@ async def test_a_public_bind_with_tls_serves_only_tls_and_the_token(tmp_path: Pa
             plain.close()
     finally:
         await handle.close()
+
+
+def test_clients_never_send_a_token_off_the_machine_in_clear(tmp_path: Path) -> None:
+    """A host pointed at a remote runner without --runner-ca, a runner at a remote http:// DB service:
+    both stop before connecting (192.0.2.0/24 is TEST-NET: nothing answers there anyway)."""
+    token_file = tmp_path / "t.token"
+    write_token_file(token_file, new_token())
+    env = {**os.environ, "TOLOKAFORGE_TOKEN_DIR": str(tmp_path)}
+    host = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from tolokaforge.host.cli import main; main()",
+            "run",
+            "--pack",
+            str(REPO / "examples/packs/retail"),
+            "--runner",
+            "192.0.2.2:50999",
+            "--runner-token-file",
+            str(token_file),
+            "--output",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert host.returncode == 2, (host.stdout[-1500:], host.stderr[-1500:])
+    assert "--runner-ca" in host.stdout + host.stderr and "in clear" in host.stdout + host.stderr
+    runner = _service(
+        "tolokaforge.runner.cli",
+        *("--port", "0", "--db-url", "http://192.0.2.2:8765", "--db-token-file", str(token_file)),
+        env=env,
+    )
+    assert runner.returncode == 2, runner
+    assert "https://" in runner.stderr and "in clear" in runner.stderr, runner.stderr
 
 
 def test_a_host_with_a_wrong_runner_token_stops_with_a_setup_error(tmp_path: Path) -> None:

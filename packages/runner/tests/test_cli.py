@@ -17,7 +17,7 @@ def test_every_option_has_a_variable_under_the_runner_prefix() -> None:
            {"host": "127.0.0.2", "port": "6000", "db_url": "http://127.0.0.1:1", "tool_timeout": "2.5",
             "isolation": "thread", "lease": "4", "golden_replay": "trial",
             "work_dir": "/srv/scratch", "token_file": "/srv/runner.token", "tls_cert": "/srv/cert.pem",
-            "tls_key": "/srv/key.pem", "db_token_file": "/srv/db.token"}.items()}  # fmt: skip
+            "tls_key": "/srv/key.pem", "db_token_file": "/srv/db.token", "db_ca": "/srv/ca.pem"}.items()}  # fmt: skip
     options = parse_options([], env)
     assert options == RunnerOptions(
         host="127.0.0.2",
@@ -28,6 +28,7 @@ def test_every_option_has_a_variable_under_the_runner_prefix() -> None:
         store=None,
         db_url="http://127.0.0.1:1",
         db_token_file=Path("/srv/db.token"),
+        db_ca=Path("/srv/ca.pem"),
         tool_timeout=2.5,
         isolation="thread",
         lease=4,
@@ -45,6 +46,7 @@ def test_every_option_has_a_variable_under_the_runner_prefix() -> None:
         "store",
         "db_url",
         "db_token_file",
+        "db_ca",
         "tool_timeout",
         "isolation",
         "lease",

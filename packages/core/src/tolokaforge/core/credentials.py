@@ -36,6 +36,7 @@ __all__ = [
     "new_token",
     "presented_token",
     "read_token_file",
+    "refuse_clear_token",
     "refuse_public_bind",
     "token_dir",
     "token_matches",
@@ -97,6 +98,16 @@ def refuse_public_bind(host: str, *, tls: bool, flags: str) -> None:
         raise CredentialError(
             f"refusing to listen on {host} without TLS: its token would cross the network in clear; "
             f"pass {flags} (or listen on 127.0.0.1)"
+        )
+
+
+def refuse_clear_token(host: str, *, tls: bool, service: Service, flags: str) -> None:
+    """Raise :class:`CredentialError` when a client would send a token to ``host`` in clear: anywhere
+    but loopback needs TLS (``flags`` names the client's options that turn it on)."""
+    if not tls and not is_loopback(host):
+        raise CredentialError(
+            f"refusing to send the {service}'s token to {host} in clear: pass {flags} "
+            f"(the {service} must serve TLS there)"
         )
 
 

@@ -45,7 +45,13 @@ from tolokaforge.contracts.runner import (
     RunnerServiceStub,
     ToolSchema,
 )
-from tolokaforge.core.credentials import CredentialError, authorize_channel, client_tls, client_token
+from tolokaforge.core.credentials import (
+    CredentialError,
+    authorize_channel,
+    client_tls,
+    client_token,
+    refuse_clear_token,
+)
 from tolokaforge.core.models import TrialSpec
 from tolokaforge.core.retry import Backoff, RetryPolicy, retry_async
 
@@ -339,6 +345,7 @@ async def open_runner(
     if address is not None:
         host, port = parse_address(address)
         try:
+            refuse_clear_token(host, tls=ca_file is not None, service="runner", flags="--runner-ca")
             token = client_token("runner", host, port, token_file, flag="--runner-token-file")
             register_secret(token)  # whatever echoes it, it never reaches the results
             tls = None if ca_file is None else client_tls(ca_file)

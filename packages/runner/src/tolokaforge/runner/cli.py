@@ -69,6 +69,9 @@ class RunnerOptions(BaseModel):
         description="the DB service's token file (unset: the file a DB service on this machine wrote "
         "for that port)",
     )
+    db_ca: Path | None = Field(
+        None, description="the CA (PEM) that signed an https --db-url's certificate (unset: the system's)"
+    )
     tool_timeout: float = Field(30.0, gt=0, description="default per-call tool budget in seconds")
     lease: float = Field(
         30.0,
@@ -179,6 +182,7 @@ def _run(argv: Sequence[str] | None) -> int:
         tls_key=options.tls_key,
         db_url=options.db_url,
         db_token=db_token,
+        db_ca=options.db_ca,
         default_tool_timeout_s=options.tool_timeout,
         lease_seconds=options.lease,
         edge=EdgeLimits(
@@ -193,6 +197,9 @@ def _run(argv: Sequence[str] | None) -> int:
     )
     try:
         asyncio.run(_serve(settings, options.token_file))
+    except CredentialError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
     except OSError as error:
         print(f"{PROG}: error: cannot serve on {options.host}:{options.port}: {error}", file=sys.stderr)
         return 2

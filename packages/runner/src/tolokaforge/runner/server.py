@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +18,13 @@ from grpclib.client import Channel
 from grpclib.encoding.base import CodecBase
 from grpclib.server import Server
 
-from tolokaforge.core.credentials import authorize_channel, new_token, refuse_public_bind
+from tolokaforge.core.credentials import (
+    authorize_channel,
+    client_tls,
+    new_token,
+    refuse_clear_token,
+    refuse_public_bind,
+)
 from tolokaforge.db import StateClient
 
 from .executor import Isolation, ToolExecutor
@@ -51,6 +58,8 @@ class RunnerSettings:
     db_url: str | None = None
     db_token: str | None = None
     """The DB service's token (with ``db_url``): the admin credential, held by the runner alone."""
+    db_ca: Path | None = None
+    """The CA that signed an ``https`` DB service's certificate (None: the system's CAs)."""
     default_tool_timeout_s: float = 30.0
     max_tool_threads: int = 64
     work_dir: Path | None = None
@@ -133,7 +142,11 @@ async def _state_client(settings: RunnerSettings) -> tuple[StateClient, str]:
         return await LocalStateClient.open(), "memory"
     from tolokaforge.db import HttpStateClient
 
-    return HttpStateClient(settings.db_url, token=settings.db_token), "http"
+    return HttpStateClient(settings.db_url, token=settings.db_token, ssl_context=_db_tls(settings)), "http"
+
+
+def _db_tls(settings: RunnerSettings) -> ssl.SSLContext | None:
+    return None if settings.db_ca is None else client_tls(settings.db_ca)
 
 
 async def start_runner(settings: RunnerSettings | None = None, *, serve: bool = True) -> RunnerHandle:
@@ -143,6 +156,11 @@ async def start_runner(settings: RunnerSettings | None = None, *, serve: bool = 
     tls = _tls_context(settings)
     if serve:
         refuse_public_bind(settings.host, tls=tls is not None, flags="--tls-cert and --tls-key")
+    if settings.db_url is not None:
+        parts = urllib.parse.urlsplit(settings.db_url)
+        refuse_clear_token(
+            parts.hostname or "", tls=parts.scheme == "https", service="db", flags="an https:// --db-url"
+        )
     token = settings.token or new_token()
     client, store_name = await _state_client(settings)
     tmp = None
@@ -175,7 +193,7 @@ async def start_runner(settings: RunnerSettings | None = None, *, serve: bool = 
         fork_server=settings.fork_server,
         confinement=confinement,
     )
-    endpoint = StateEndpoint(client, settings.db_url, settings.db_token)
+    endpoint = StateEndpoint(client, settings.db_url, settings.db_token, _db_tls(settings))
     registry = TrialRegistry(
         client,
         executor,

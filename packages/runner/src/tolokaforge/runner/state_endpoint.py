@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+import ssl
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,12 +31,16 @@ class StateDoor:
     url: str
     token: str | None
     socket: Path | None = None
+    tls: ssl.SSLContext | None = None
+    """For an ``https`` service whose CA is not the system's."""
 
 
 class StateEndpoint:
-    def __init__(self, client: StateClient, db_url: str | None, db_token: str | None) -> None:
+    def __init__(
+        self, client: StateClient, db_url: str | None, db_token: str | None, tls: ssl.SSLContext | None = None
+    ) -> None:
         self._client = client
-        self._door = None if db_url is None else StateDoor(db_url, db_token)
+        self._door = None if db_url is None else StateDoor(db_url, db_token, tls=tls)
         self._stack: contextlib.AsyncExitStack | None = None
         self._lock = asyncio.Lock()
 

@@ -208,7 +208,11 @@ class StateGateway:
 
     def _client_session(self, door: StateDoor) -> aiohttp.ClientSession:
         if self._session is None:
-            connector = aiohttp.UnixConnector(path=str(door.socket)) if door.socket is not None else None
+            connector = (
+                aiohttp.UnixConnector(path=str(door.socket))
+                if door.socket is not None
+                else aiohttp.TCPConnector(ssl=door.tls or True)
+            )
             self._session = aiohttp.ClientSession(auto_decompress=False, connector=connector)
         return self._session
 

@@ -274,6 +274,44 @@ def test_a_token_file_others_can_read_is_refused(module: str, tmp_path: Path) ->
     assert "chmod 600" in done.stderr, done.stderr
 
 
+async def test_a_second_db_service_on_a_busy_port_leaves_the_live_token_alone(tmp_path: Path) -> None:
+    env = {**os.environ, "TOLOKAFORGE_TOKEN_DIR": str(tmp_path)}
+    first = subprocess.Popen(
+        [sys.executable, "-m", "tolokaforge.db.cli", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        assert first.stdout is not None
+        address = first.stdout.readline().rsplit(" ", 1)[1].strip()
+        token_file = Path(first.stdout.readline().rsplit(" ", 1)[1].strip())
+        port = address.rsplit(":", 1)[1]
+        assert token_file == tmp_path / f"db-{port}.token"
+        token = token_file.read_text().strip()
+        second = _service("tolokaforge.db.cli", "--port", port, env=env)
+        assert second.returncode == 2 and "cannot start" in second.stderr, second
+        assert token_file.read_text().strip() == token
+        client = HttpStateClient(f"http://{address}", token=token)
+        try:
+            for _ in range(100):  # bound at once, serving a moment later
+                try:
+                    assert (await client.health()).status == "healthy"
+                    break
+                except Exception:
+                    await asyncio.sleep(0.05)
+            else:
+                raise AssertionError("the first service never answered")
+        finally:
+            await client.aclose()
+    finally:
+        first.terminate()
+        first.wait(30)
+        if first.stdout is not None:
+            first.stdout.close()
+
+
 def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(

@@ -32,7 +32,6 @@ __all__ = [
     "client_token",
     "default_token_path",
     "is_loopback",
-    "load_or_create_token",
     "new_token",
     "presented_token",
     "read_token_file",
@@ -156,17 +155,6 @@ def write_token_file(path: Path, token: str) -> None:
     finally:
         os.close(descriptor)
     os.replace(scratch, path)
-
-
-def load_or_create_token(token_file: Path | None, service: Service, port: int) -> tuple[str, Path]:
-    """A service's token and the file it is in: read from ``token_file`` when given, else made anew
-    and written to the default file for ``port`` (which a client of this user finds by itself)."""
-    if token_file is not None:
-        return read_token_file(token_file, flag="--token-file"), token_file
-    token = new_token()
-    path = default_token_path(service, port)
-    write_token_file(path, token)
-    return token, path
 
 
 def client_token(service: Service, host: str, port: int, token_file: Path | None, *, flag: str) -> str:

@@ -14,13 +14,21 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import socket
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 import uvicorn
 
-from tolokaforge.core.credentials import CredentialError, load_or_create_token, refuse_public_bind
+from tolokaforge.core.credentials import (
+    CredentialError,
+    default_token_path,
+    new_token,
+    read_token_file,
+    refuse_public_bind,
+    write_token_file,
+)
 from tolokaforge.core.settings import exit_on_settings_error, parse_settings
 from tolokaforge.db.settings import ENV_PREFIX, PROG, DbOptions, Settings
 
@@ -44,32 +52,52 @@ def _run(argv: Sequence[str] | None) -> int:
 
     try:
         refuse_public_bind(settings.host, tls=settings.tls_cert is not None, flags="--tls-cert and --tls-key")
-        token, token_path = load_or_create_token(settings.token_file, "db", settings.port)
+        token = read_token_file(settings.token_file, flag="--token-file") if settings.token_file else None
     except CredentialError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    settings = dataclasses.replace(settings, token=token)
     try:
         if settings.store == "postgres" and settings.dsn:
             asyncio.run(_check_postgres(settings.dsn))
-        app = create_app(settings)
+        # Bound before a token is written for the port: a second service started on a busy port
+        # fails here and leaves the running one's token file alone.
+        sock = _bind(settings.host, settings.port)
     except OSError as exc:
         print(f"{PROG}: cannot start: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # asyncpg's errors do not share a base with OSError
         print(f"{PROG}: cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
+    port = int(sock.getsockname()[1])
+    token_path = settings.token_file
+    if token is None:
+        token, token_path = new_token(), default_token_path("db", port)
+        write_token_file(token_path, token)
+    settings = dataclasses.replace(settings, token=token, port=port)
+    app = create_app(settings)
+    print(f"{PROG} listening on {settings.host}:{port}", flush=True)
     print(f"{PROG} token in {token_path}", flush=True)
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
-        host=settings.host,
-        port=settings.port,
         log_level=settings.log_level,
         access_log=False,
         ssl_certfile=settings.tls_cert,
         ssl_keyfile=settings.tls_key,
     )
+    uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,7 +8,8 @@ option added later cannot silently mix two runs. No API key is ever written: onl
 and every secret the host knows is redacted (redaction.py). ``run_id`` names the run's signing key
 (run_keys.py); ``signature``, the last key, is the HMAC of all the others under that key (records.py),
 so ``--resume`` and ``report`` can tell a ``run.yaml`` edited after the fact. ``tampered`` lists every
-trial record a resume found altered (and ran again).
+trial record a resume found tampered with: altered, deleted, replayed or never accepted by the run's
+ledger (each revoked in the ledger and run again).
 """
 
 from __future__ import annotations

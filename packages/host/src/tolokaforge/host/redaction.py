@@ -4,7 +4,9 @@ The host knows the API keys it was given (agent, simulated user, judge: ``TOLOKA
 ``OPENAI_API_KEY``, ``TOLOKAFORGE_JUDGE_API_KEY``), every environment variable whose name says it holds
 a secret (``*API_KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``*_KEY``; not
 ``*_FILE``, ``*_DIR``, ``*_PATH``, ``*_URL``, which name where a secret is), the password of a model
-endpoint URL, and whatever code registers with :func:`register_secret` (a token read from a file).
+endpoint URL, and whatever code registers with :func:`register_secret` (a token read from a file, and
+the run's signing key in hex, registered when run_keys.py makes or loads it: pack code run as the host's
+user, ``--isolation process``, could read its file and echo it in a tool's output).
 Values shorter than :data:`MIN_SECRET_CHARS` are left alone: replacing ``true`` or ``4096`` everywhere
 would hide nothing and garble everything.
 

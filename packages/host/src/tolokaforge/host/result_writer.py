@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .conductor import TrialOutcome
 from .file_writer import FileWriterProcess, HelperGone, store_each
-from .records import RecordSigner
+from .records import Ledger, LedgerAppender
 from .redaction import Redactor
 from .results import WrittenTrial, render_trial
 from .yaml_files import TrialFiles
@@ -48,9 +48,10 @@ class ResultWriter:
     """
 
     def __init__(
-        self, *, helper: bool, signer: RecordSigner | None = None, redactor: Redactor | None = None
+        self, *, helper: bool, ledger: Ledger | None = None, redactor: Redactor | None = None
     ) -> None:
-        """``signer`` signs each finished trial's record; ``redactor`` clears secrets from its documents."""
+        """``ledger``: the run's, which signs each finished trial's record and accepts it (records.py);
+        ``redactor`` clears secrets from its documents."""
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tolokaforge-results")
         self._lock = threading.Lock()
         self._queue: list[tuple[TrialFiles, Future[None]]] = []
@@ -62,7 +63,9 @@ class ResultWriter:
         """The first write that failed (raised by the next write or the drain)."""
         self._use_helper = helper
         self._helper: FileWriterProcess | None = None
-        self._signer = signer
+        self._ledger = ledger
+        self._appender: LedgerAppender | None = None
+        """The ledger as this process appends to it (opened when this process first writes)."""
         self._redactor = redactor
 
     def write(
@@ -95,6 +98,9 @@ class ResultWriter:
         if self._helper is not None:
             self._helper.close()
             self._helper = None
+        if self._appender is not None:
+            self._appender.close()
+            self._appender = None
 
     def _flush(self) -> None:
         """On the writer thread: every queued trial, a batch at a time, until the queue is empty."""
@@ -119,7 +125,7 @@ class ResultWriter:
         """Through the helper when there is one, else here."""
         if self._use_helper and self._helper is None:
             try:
-                self._helper = FileWriterProcess(self._signer)
+                self._helper = FileWriterProcess(self._ledger)
             except OSError as error:
                 log.warning("no result-file helper (%s): files are written by this process", error)
                 self._use_helper = False
@@ -130,4 +136,7 @@ class ResultWriter:
                 log.warning("%s; this process writes the run's files from here on", error)
                 self._helper.close()
                 self._helper, self._use_helper = None, False
-        return store_each(batch, self._signer)  # failures are raised by the run's next write or its drain
+        if self._ledger is not None and self._appender is None:
+            # Read from the file: a helper that died may have appended to it (its chain goes on).
+            self._appender = self._ledger.open()
+        return store_each(batch, self._appender)  # failures are raised by the run's next write or its drain

@@ -34,6 +34,7 @@ from tolokaforge.core.models import GradingConfig
 from tolokaforge.core.transcript import Message, ToolMessage
 
 from .conductor import TrialOutcome
+from .records import JUDGE_TRANSCRIPT
 from .redaction import Redactor
 from .trace_results import trace_results_dict, trace_summary_dict
 from .yaml_files import TrialFiles
@@ -52,7 +53,6 @@ __all__ = [
 ]
 
 NOT_EVALUATED = -1.0
-JUDGE_TRANSCRIPT = "judge_transcript.json"
 MAX_STORED_CHARS = 1 << 20
 """The most characters of one text (a tool's output, its arguments, a message) a trial's files keep."""
 

@@ -10,11 +10,15 @@ needs the same run, by ``run.yaml``), and the runner must answer a HealthCheck w
 ``preflight_budget_s`` — an unreachable runner stops the run in seconds with
 :class:`RunnerUnavailableError`, not after every trial has failed.
 
-Every trial record and ``run.yaml`` are signed with the run's key (run_keys.py, records.py). A new run
-makes its key; ``--resume`` loads it by the run id in ``run.yaml`` (no key, or a ``run.yaml`` that fails
-its signature: refused, exit 2) and checks every finished trial: a record that fails is reported (a
-warning, ``tampered`` in summary.yaml and run.yaml), moved to ``tampered/<time>/`` and run again. Secrets
-the host knows are redacted from everything written (redaction.py).
+Every trial record and ``run.yaml`` are signed with the run's key (run_keys.py, records.py), and every
+record the writer accepts is a line of the run's ledger. A new run makes its key, its empty ledger and
+the ledger's head; ``--resume`` loads them by the run id in ``run.yaml`` (no key or head here, a
+``run.yaml`` that fails its signature, a ledger whose chain breaks or that was cut short: refused, exit
+2) and checks every trial the ledger accepted a record of, and every trial that looks finished: a
+record that fails (altered, deleted, an earlier one put back, one the ledger never accepted) is
+reported (a warning, ``tampered`` in summary.yaml and run.yaml), moved to ``tampered/<time>/`` when
+anything of it is left, revoked in the ledger, and run again. Secrets the host knows are redacted from
+everything written (redaction.py), the run's key included.
 """
 
 from __future__ import annotations
@@ -36,18 +40,26 @@ from .errors import ConfigError
 from .manifest import RunIdentity, read_manifest, refuse_resume_if_different, utc_now, write_manifest
 from .packs.loader import LoadedTask, Pack
 from .ray_backend import RaySettings
-from .records import RecordSigner, check_manifest, check_record
+from .records import (
+    GRADE_PENDING,
+    LEDGER_FILE,
+    SIGNATURE_FILE,
+    LedgerAppender,
+    LedgerState,
+    RecordSigner,
+    check_record,
+)
 from .redaction import Redactor, url_password
 from .result_writer import HELPER_MIN_TRIALS, ResultWriter
 from .results import configured_components, is_finished, trial_dir
 from .run_keys import (
     RunKeyError,
-    key_path,
-    load_run_key,
     new_run_id,
     new_run_key,
     prepare_key_dir,
+    run_ledger,
     store_run_key,
+    verify_run,
 )
 from .runner_client import RunnerClient, open_runner
 from .slots import TrialSlots
@@ -141,89 +153,114 @@ def _identity(
 
 def _check_output(
     settings: RunSettings, identity: RunIdentity, any_finished: bool
-) -> tuple[dict[str, Any] | None, RecordSigner]:
-    """The run recorded in the output folder (None for a new run), and the signer of this run."""
+) -> tuple[dict[str, Any] | None, RecordSigner, LedgerState]:
+    """The run recorded in the output folder (None for a new run), the signer of this run, and its
+    ledger as verified (empty for a new run)."""
     recorded = read_manifest(settings.output)
     if settings.resume:
         refuse_resume_if_different(recorded, identity, settings.output)  # no run.yaml, or another run
         assert recorded is not None
-        return recorded, _recorded_signer(recorded, settings.output)
-    if recorded is not None or any_finished:
+        signer, ledger = _recorded_run(recorded, settings.output)
+        return recorded, signer, ledger
+    if recorded is not None or any_finished or (settings.output / LEDGER_FILE).exists():
         raise ConfigError(
             f"{settings.output} already holds a run: pass --resume to continue it, or choose another --output"
         )
     prepare_key_dir(settings.output)  # a key directory that cannot be used stops the run before it starts
-    return None, RecordSigner(new_run_id(), new_run_key())
+    return None, RecordSigner(new_run_id(), new_run_key()), LedgerState()
 
 
-def _recorded_signer(recorded: dict[str, Any], output: Path) -> RecordSigner:
-    """The signer of the run ``run.yaml`` records, once its key is found and run.yaml passes its
-    signature; refused (exit 2) otherwise: nothing of a run whose key is gone can be trusted, and
-    re-running it all silently could cost as much as the run did."""
-    run_id = recorded.get("run_id")
-    if not isinstance(run_id, str):
-        raise RunKeyError(
-            f"--resume refused: {output}/run.yaml names no run_id, so its results cannot be verified (a "
-            "version that did not sign them wrote it, or it was edited); start a new run"
+def _recorded_run(recorded: dict[str, Any], output: Path) -> tuple[RecordSigner, LedgerState]:
+    """The signer and the ledger of the run ``run.yaml`` records, once its key and ledger head are
+    found, run.yaml passes its signature and the ledger its chain; refused (exit 2) otherwise: nothing
+    of a run that cannot be verified can be trusted, and re-running it all silently could cost as much
+    as the run did."""
+    verification = verify_run(output, recorded)
+    if verification.problem is not None or verification.signer is None or verification.ledger is None:
+        remedy = (
+            "copy the run's key and head files there from the machine that ran it, or start a new run"
+            if verification.unverifiable == "key"
+            else "start a new run"
         )
-    key = load_run_key(run_id)
-    if key is None:
         raise RunKeyError(
-            f"--resume refused: the signing key of run {run_id} is not at {key_path(run_id)}, so none of "
-            f"{output}'s results can be verified; copy the key file there from the machine that ran it, "
-            "or start a new run"
+            f"--resume refused: {verification.problem}, so none of {output}'s results can be verified; "
+            f"{remedy}"
         )
-    signer = RecordSigner(run_id, key)
-    problem = check_manifest(recorded, signer)
-    if problem is not None:
-        raise RunKeyError(f"--resume refused: {problem}; start a new run")
-    return signer
+    return verification.signer, verification.ledger
 
 
 def _verify_finished(
-    output: Path, keys: list[tuple[LoadedTask, int]], finished: list[bool], signer: RecordSigner
+    output: Path,
+    keys: list[tuple[LoadedTask, int]],
+    finished: list[bool],
+    signer: RecordSigner,
+    ledger: LedgerState,
 ) -> tuple[dict[tuple[str, int], TrialRow], list[dict[str, Any]]]:
-    """Check every finished trial's record: the rows of intact ones (from the very bytes checked), and
-    what was wrong with the others, whose directories are moved aside (``finished`` turns False)."""
+    """Check every trial the ledger accepted a record of, and every trial that looks finished: the rows
+    of intact records (from the very bytes checked), and what was wrong with the others, whose
+    directories are moved aside and whose records the ledger revokes (``finished`` turns False: each
+    runs again)."""
     rows: dict[tuple[str, int], TrialRow] = {}
     tampered: list[dict[str, Any]] = []
     stamp = utc_now().replace("-", "").replace(":", "").replace("+0000", "Z")
-    for position, (loaded, index) in enumerate(keys):
-        if not finished[position]:
-            continue
-        directory = trial_dir(output, loaded.task_id, index)
-        check = check_record(directory, signer, loaded.task_id, index)
-        if check.intact:
-            documents = {
-                name: parse_yaml(check.contents[name])
-                for name in ("grade.yaml", "trajectory.yaml", "metrics.yaml")
-            }
-            rows[(loaded.task_id, index)] = row_of(
-                loaded.task_id,
-                index,
-                documents["grade.yaml"],
-                documents["trajectory.yaml"],
-                documents["metrics.yaml"],
+    appender: LedgerAppender | None = None
+    try:
+        for position, (loaded, index) in enumerate(keys):
+            task_id = loaded.task_id
+            accepted = ledger.accepted(task_id, index)
+            if accepted is None and not finished[position]:
+                continue  # never finished (or revoked, and not run again yet): it runs, nothing to say
+            directory = trial_dir(output, task_id, index)
+            if accepted is None:
+                check_file: str | None = SIGNATURE_FILE
+                problem = ledger.not_accepted(task_id, index)
+            else:
+                check = check_record(directory, signer, task_id, index, accepted)
+                if check.intact:
+                    if check.pending:  # the writer stopped between the ledger and the rename: finish it
+                        os.replace(directory / GRADE_PENDING, directory / "grade.yaml")
+                    finished[position] = True
+                    documents = {
+                        name: parse_yaml(check.contents[name])
+                        for name in ("grade.yaml", "trajectory.yaml", "metrics.yaml")
+                    }
+                    rows[(task_id, index)] = row_of(
+                        task_id,
+                        index,
+                        documents["grade.yaml"],
+                        documents["trajectory.yaml"],
+                        documents["metrics.yaml"],
+                    )
+                    continue
+                check_file, problem = check.file, check.problem or ""
+                if appender is None:
+                    appender = LedgerAppender(run_ledger(signer, output), ledger)
+                appender.revoke(accepted)  # the trial runs again, as its next attempt
+            finished[position] = False
+            aside = (
+                _move_aside(output, directory, stamp, task_id, index)
+                if directory.exists() or directory.is_symlink()
+                else None
             )
-            continue
-        finished[position] = False
-        aside = _move_aside(output, directory, stamp, loaded.task_id, index)
-        entry = {
-            "task_id": loaded.task_id,
-            "trial_index": index,
-            "file": check.file,
-            "problem": check.problem,
-            "moved_to": aside.relative_to(output).as_posix(),
-        }
-        tampered.append(entry)
-        log.warning(
-            "tolokaforge: warning: trial %s/%d failed its signature check: %s; not counted: its files are "
-            "in %s and it runs again",
-            loaded.task_id,
-            index,
-            check.problem,
-            aside,
-        )
+            tampered.append(
+                {
+                    "task_id": task_id,
+                    "trial_index": index,
+                    "file": check_file,
+                    "problem": problem,
+                    "moved_to": aside.relative_to(output).as_posix() if aside is not None else None,
+                }
+            )
+            log.warning(
+                "tolokaforge: warning: trial %s/%d failed its signature check: %s; not counted: %s",
+                task_id,
+                index,
+                problem,
+                f"its files are in {aside} and it runs again" if aside is not None else "it runs again",
+            )
+    finally:
+        if appender is not None:
+            appender.close()
     return rows, tampered
 
 
@@ -281,13 +318,15 @@ async def run_pack(
         for loaded, index in keys
     ]
     judge_url = settings.judge_model.base_url if settings.judge_model is not None else None
-    redactor = Redactor.from_environment(extra=(url_password(settings.llm_endpoint), url_password(judge_url)))
+    passwords = (url_password(settings.llm_endpoint), url_password(judge_url))
+    redactor = Redactor.from_environment(extra=passwords)
     identity = _identity(pack, agents, tasks, settings, redactor)
-    recorded, signer = _check_output(settings, identity, any(finished))
+    recorded, signer, ledger = _check_output(settings, identity, any(finished))
+    redactor = Redactor.from_environment(extra=passwords)  # now with the run's key (run_keys.py)
     rows: dict[tuple[str, int], TrialRow] = {}
     tampered: list[dict[str, Any]] = []
-    if recorded is not None and any(finished):
-        rows, tampered = _verify_finished(settings.output, keys, finished, signer)
+    if recorded is not None:
+        rows, tampered = _verify_finished(settings.output, keys, finished, signer, ledger)
     todo = [key for key, done in zip(keys, finished, strict=True) if not done]
     # Trials start round by round: every task's trial 0, then every task's trial 1, ... (results stay in
     # task order). A task's third trial then usually starts after its first two were graded, so it
@@ -319,6 +358,7 @@ async def run_pack(
         nonlocal key_kept
         if not key_kept:  # with run.yaml, never before: a run that did not start leaves no key behind
             store_run_key(signer.run_id, signer.key, settings.output)
+            run_ledger(signer, settings.output).create()
             key_kept = True
         write_manifest(
             settings.output,
@@ -368,7 +408,9 @@ async def run_pack(
         crashes[key] = redactor.text(f"the host failed on it: {error}")
 
     started = time.perf_counter()
-    writer = ResultWriter(helper=len(todo) >= HELPER_MIN_TRIALS, signer=signer, redactor=redactor)
+    writer = ResultWriter(
+        helper=len(todo) >= HELPER_MIN_TRIALS, ledger=run_ledger(signer, settings.output), redactor=redactor
+    )
     entries = EntryTexts()
     try:
         if todo and settings.ray is not None:

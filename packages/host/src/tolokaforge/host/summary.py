@@ -10,6 +10,10 @@ trials drawn from the task all pass (tau-bench's); ``pass@k`` = 1 - C(n - c, k) 
 that at least one of k drawn trials passes (the unbiased estimator of the Codex paper). Run-level
 values average the per-task ones over tasks with at least k trials. The rubric judge's spend is
 grading spend, summed apart from the agent's (``judge``, when a judge ran).
+
+``summary.yaml`` is a convenience copy for people and scripts: it is not signed, and nothing reads it
+back as a result. What vouches for a run is ``tolokaforge report`` (or ``--resume``), which verifies
+every trial's record (records.py) and computes the figures again from the verified ones.
 """
 
 from __future__ import annotations
@@ -53,8 +57,9 @@ DEFINITIONS: dict[str, str] = {
     "models": "tokens, calls and cost per model over all trials (agent and simulated user)",
     "judge": "the rubric judge's trials, calls, tokens and cost (grading spend, not in tokens/cost_usd)",
     "trace_gates_failed": "graded trials a trace-check gate failed (each such trial fails, whatever its score)",
-    "tampered": "finished trials whose record failed its signature check on this resume: moved aside, "
-    "not counted, and run again",
+    "tampered": "trials whose record failed its check on this resume (altered, deleted, an earlier record "
+    "put back, one the run's ledger never accepted): moved aside, revoked in the ledger, not counted, and "
+    "run again",
 }
 
 
@@ -100,7 +105,8 @@ class RunSummary:
     ran: int = 0
     skipped: int = 0
     tampered: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
-    """Trial records this resume found altered (each ran again): task, index, file, problem, where moved."""
+    """Trial records this resume found tampered with (each ran again): task, index, file, problem, where
+    moved (None when nothing of it was left)."""
 
     @property
     def pass_rate(self) -> float:

@@ -1,9 +1,17 @@
 """``tolokaforge report RUN_DIR`` writes ``report.html``; ``tolokaforge view RUN_DIR`` serves it locally.
 
-Both check every trial record's signature first (html_report/collect.py): each tampered record, an
-altered ``run.yaml`` or a run that cannot be checked (no key here) is one ``tolokaforge: warning:`` line
-on stderr and a notice in the page. ``report`` exits 1 when it found a record or ``run.yaml`` altered,
-else 0.
+Both verify the run and check every trial record first (html_report/collect.py). Each tampered record
+is one ``tolokaforge: warning:`` line on stderr and a notice in the page. A run that cannot be verified
+is one ``tolokaforge: error (exit N): RUN_DIR: NOT VERIFIED: ...`` line (the page, still written, says
+NOT VERIFIED at its top). ``report`` exits:
+
+====  ============================================================================================
+0     the run was verified and every trial's record is intact
+1     the results are not trustworthy: a record was tampered with, ``run.yaml`` is missing, unsigned
+      or was edited, or the run's ledger breaks its chain or was cut short
+2     this machine cannot verify the run: its key (or ledger head) is not here, or cannot be used;
+      copy them from the machine that ran it (or a usage error: not a results folder)
+====  ============================================================================================
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from pathlib import Path
 import click
 
 from ..errors import ConfigError
-from ..exit_status import EXIT_INCOMPLETE, EXIT_OK
+from ..exit_status import EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from ..html_report import ReportData, publish_report, serve_report
 from .options import option
 
@@ -28,22 +36,32 @@ _RUN_DIR = click.Path(path_type=Path, exists=True, file_okay=False)
 def report_command(run_dir: Path) -> int:
     """Write RUN_DIR/report.html: one self-contained page (no network) of every task and trial."""
     path, data = publish_report(run_dir)
-    altered = _warn(data)
     click.echo(f"report: {path}")
-    return EXIT_INCOMPLETE if altered else EXIT_OK
+    return _warn(data, exiting=True)
 
 
-def _warn(data: ReportData) -> bool:
-    """One stderr line per thing the report cannot vouch for; True when something was altered."""
-    if data.verification is not None:
-        click.echo(f"tolokaforge: warning: {data.run_dir}: {data.verification}", err=True)
+def _status(data: ReportData) -> int:
+    if data.unverifiable == "key":
+        return EXIT_USAGE
+    if data.unverifiable is not None or data.tampered:
+        return EXIT_INCOMPLETE
+    return EXIT_OK
+
+
+def _warn(data: ReportData, *, exiting: bool = False) -> int:
+    """One stderr line per thing the report cannot vouch for (the run's last: an error when the
+    command is ``exiting`` with the status returned, else a warning)."""
+    status = _status(data)
     for trial in data.tampered:
         click.echo(
             f"tolokaforge: warning: trial {trial.row.task_id}/{trial.row.trial_index}: record tampered: "
             f"{trial.tampered}; shown as tampered, not counted",
             err=True,
         )
-    return bool(data.tampered) or data.run_yaml_altered
+    if data.verification is not None:
+        kind = f"error (exit {status})" if exiting else "warning"
+        click.echo(f"tolokaforge: {kind}: {data.run_dir}: {data.verification}", err=True)
+    return status
 
 
 @click.command("view")

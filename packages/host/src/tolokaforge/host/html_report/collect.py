@@ -5,11 +5,15 @@ for a folder without one, from the ``trials/`` tree. Grade fields this module do
 verdict, trace-check results, anything added later) are passed through as ``extra`` and rendered
 generically, so new grade content appears in the report without a change here.
 
-Every finished trial's record is checked against its signature with the run's key (found by the
-``run_id`` of ``run.yaml``; records.py, run_keys.py) and ``run.yaml`` against its own. A trial whose record
-fails is shown as tampered: its numbers are not counted (it is a trial without a trusted grade) and its
-files are not rendered. When the key is not on this machine nothing can be checked: the report says
-so (``verification``) and shows the files as they are.
+The run is verified first (run_keys.verify_run): its key and ledger head found by the ``run_id`` of
+``run.yaml``, ``run.yaml`` checked against its signature, the run's ledger against its chain and head.
+Then every trial the ledger accepted a record of, and every trial that looks finished, is checked
+against its signature and the ledger (records.py): a trial whose record fails (altered, deleted, an
+earlier record put back, one the ledger never accepted) is shown as tampered: its numbers are not
+counted (it is a trial without a trusted grade) and its files are not rendered. A run that cannot be
+verified is marked ``NOT VERIFIED`` (``verification``, ``unverifiable``): without its key nothing is
+checked and the files are shown as they are; with its key, each record is still checked against its
+own signature (and the ledger, when that can be read), but nothing on the page is vouched for.
 """
 
 from __future__ import annotations
@@ -21,9 +25,9 @@ from typing import Any, cast
 
 from ..errors import ConfigError
 from ..manifest import read_manifest
-from ..records import RecordSigner, check_manifest, check_record
+from ..records import LedgerState, RecordSigner, check_record
 from ..results import trial_dir
-from ..run_keys import RunKeyError, key_path, load_run_key
+from ..run_keys import Unverifiable, verify_run
 from ..summary import DEFINITIONS, RunSummary
 from ..trial_rows import TrialRow, read_row, row_of
 from ..yaml_files import parse_yaml, read_yaml
@@ -57,10 +61,13 @@ class ReportData:
     trials: list[TrialView]
     definitions: dict[str, str]
     verification: str | None = None
-    """What keeps the report from vouching for the run (no key here, an altered run.yaml); None: every
-    finished trial's record was checked."""
-    run_yaml_altered: bool = False
-    """run.yaml fails its signature: it was edited after the run wrote it."""
+    """``NOT VERIFIED: <why>`` when the report cannot vouch for the run (no key here, run.yaml unsigned
+    or edited, a ledger that cannot be trusted); None: the run was verified and every trial's record
+    checked."""
+    unverifiable: Unverifiable | None = None
+    """Why the run could not be verified: ``key`` (this machine lacks the run's key or ledger head),
+    ``manifest`` (run.yaml missing, unsigned or edited), ``ledger`` (its chain breaks, or it was cut
+    short); None when it was."""
 
     @property
     def tampered(self) -> list[TrialView]:
@@ -82,35 +89,27 @@ def _read(path: Path) -> dict[str, Any]:
     return read_yaml(path) if path.is_file() else {}
 
 
-def _signer(manifest: dict[str, Any] | None) -> tuple[RecordSigner | None, str | None]:
-    """The run's signer when its key is here, and what keeps the report from vouching for the run."""
-    run_id = (manifest or {}).get("run_id")
-    if not isinstance(run_id, str):
-        return (
-            None,
-            "not verified: run.yaml names no run_id (written by a version that did not sign results?)",
-        )
-    try:
-        key = load_run_key(run_id)
-    except RunKeyError as error:
-        return None, f"not verified: {error}"
-    if key is None:
-        return None, f"not verified: the signing key of run {run_id} is not at {key_path(run_id)}"
-    signer = RecordSigner(run_id, key)
-    return signer, check_manifest(manifest or {}, signer)
-
-
 def _documents(
-    directory: Path, signer: RecordSigner | None, task_id: str, index: int
+    directory: Path, signer: RecordSigner | None, ledger: LedgerState | None, task_id: str, index: int
 ) -> tuple[dict[str, dict[str, Any]], str | None]:
     """grade, trajectory and metrics of a trial, and why its record is not to be trusted (None: it is,
-    or there is no key to tell). A checked record is parsed from the very bytes checked."""
+    or there is no key to tell). A checked record is parsed from the very bytes checked; an unfinished
+    trial's files (never counted) are shown as they are."""
     names = ("grade.yaml", "trajectory.yaml", "metrics.yaml")
-    if signer is None or not (directory / "grade.yaml").is_file():
-        return {name: _read(directory / name) for name in names}, None
-    check = check_record(directory, signer, task_id, index)
+    finished = (directory / "grade.yaml").is_file()
+    as_they_are = {name: _read(directory / name) for name in names if finished or name != "grade.yaml"}
+    if signer is None:
+        return as_they_are, None
+    accepted = ledger.accepted(task_id, index) if ledger is not None else None
+    if ledger is not None and accepted is None:
+        # Never finished (or its record revoked, and not run again): unfinished. A grade here is not one
+        # the ledger accepted.
+        return (as_they_are, None) if not finished else ({}, ledger.not_accepted(task_id, index))
+    if accepted is None and not finished:
+        return as_they_are, None
+    check = check_record(directory, signer, task_id, index, accepted)
     if not check.intact:
-        return {name: {} for name in names}, check.problem
+        return {}, check.problem
     return {name: parse_yaml(check.contents[name]) for name in names}, None
 
 
@@ -118,7 +117,7 @@ def collect(run_dir: Path) -> ReportData:
     if not (run_dir / "trials").is_dir() and not (run_dir / "run.yaml").is_file():
         raise ConfigError(f"{run_dir} is not a results folder (no run.yaml, no trials/)")
     manifest = read_manifest(run_dir)
-    signer, verification = _signer(manifest)
+    verified = verify_run(run_dir, manifest)
     if manifest and manifest.get("tasks"):
         per_task = int(manifest.get("trials_per_task") or 1)
         keys = [(str(task), index) for task in manifest["tasks"] for index in range(per_task)]
@@ -136,13 +135,16 @@ def collect(run_dir: Path) -> ReportData:
     trials: list[TrialView] = []
     for task_id, index in keys:
         directory = trial_dir(run_dir, task_id, index)
-        documents, tampered = _documents(directory, signer, task_id, index)
-        grade, trajectory = documents["grade.yaml"], documents["trajectory.yaml"]
+        documents, tampered = _documents(directory, verified.signer, verified.ledger, task_id, index)
+        grade = documents.get("grade.yaml") or {}
+        trajectory = documents.get("trajectory.yaml") or {}
+        # The page's spend line reads these two of every trial, one with no metrics shown too.
+        metrics = documents.get("metrics.yaml") or {"cost_usd": None, "wall_time_s": None}
         if tampered is not None:  # counted as a trial without a grade, whatever its files say
             row = TrialRow(task_id, index, "unfinished", f"record tampered: {tampered}")
         elif grade:
-            row = row_of(task_id, index, grade, trajectory, documents["metrics.yaml"])
-        else:
+            row = row_of(task_id, index, grade, trajectory, metrics)
+        else:  # no grade.yaml (or none to trust: the row says the trial is unfinished)
             row = read_row(run_dir, task_id, index)
         summary.rows.append(row)
         calls = cast(list[dict[str, Any]], trajectory.get("tool_calls") or [])
@@ -152,7 +154,7 @@ def collect(run_dir: Path) -> ReportData:
                 anchor=f"trial-{task_id}-{index}",
                 grade=grade,
                 trajectory=trajectory,
-                metrics=documents["metrics.yaml"],
+                metrics=metrics,
                 calls_by_id={str(call.get("call_id")): call for call in calls},
                 extra={
                     key: json.dumps(value, indent=2, sort_keys=True, default=str)
@@ -162,5 +164,5 @@ def collect(run_dir: Path) -> ReportData:
                 tampered=tampered,
             )
         )
-    altered = signer is not None and verification is not None
-    return ReportData(run_dir, manifest, summary, trials, DEFINITIONS, verification, altered)
+    verification = f"NOT VERIFIED: {verified.problem}" if verified.problem is not None else None
+    return ReportData(run_dir, manifest, summary, trials, DEFINITIONS, verification, verified.unverifiable)

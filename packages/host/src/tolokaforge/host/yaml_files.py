@@ -7,14 +7,11 @@ the host's.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 import yaml
-
-from .records import SIGNATURE_FILE, RecordSigner
 
 __all__ = ["TrialFiles", "dump_yaml", "parse_yaml", "read_yaml"]
 
@@ -53,37 +50,6 @@ class TrialFiles:
     finished: bool
     task_id: str = ""
     trial_index: int = 0
-
-    def store(self, signer: RecordSigner | None = None) -> None:
-        """Write the files; with ``signer``, a finished trial's ``signature.yaml`` goes just before its
-        grade.yaml (records.py), over the very bytes written."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        # A grade.yaml left by an earlier attempt goes first: until the new one is in place, the trial
-        # is unfinished, so files half rewritten by a crash are never taken for a result.
-        (self.directory / "grade.yaml").unlink(missing_ok=True)
-        (self.directory / SIGNATURE_FILE).unlink(missing_ok=True)
-        contents: dict[str, bytes] = {}
-        for name, document in self.documents:
-            data = (document if isinstance(document, str) else dump_yaml(document)).encode("utf-8")
-            contents[name] = data
-            if name != "grade.yaml":  # read only once grade.yaml says the trial finished: written in place
-                _write_new(self.directory / name, data)
-                continue
-            if signer is not None:
-                signature = signer.trial_signature(self.task_id, self.trial_index, contents)
-                _write_new(self.directory / SIGNATURE_FILE, dump_yaml(signature).encode("utf-8"))
-            temporary = self.directory / (name + ".tmp")
-            _write_new(temporary, data)
-            os.replace(temporary, self.directory / name)
-
-
-def _write_new(path: Path, data: bytes) -> None:
-    """Write ``path`` as a new file: whatever was there (a symlink planted to redirect the write
-    elsewhere, say) is removed first, never written through."""
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
 
 
 def parse_yaml(data: bytes | str) -> dict[str, Any]:

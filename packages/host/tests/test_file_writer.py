@@ -8,7 +8,7 @@ import pytest
 
 from tolokaforge.host.conductor import TrialOutcome
 from tolokaforge.host.episode import Episode
-from tolokaforge.host.file_writer import FileWriterProcess, HelperGone
+from tolokaforge.host.file_writer import FileWriterProcess, HelperGone, store_trial
 from tolokaforge.host.result_writer import ResultWriter
 from tolokaforge.host.yaml_files import TrialFiles, dump_yaml, read_yaml
 
@@ -129,11 +129,11 @@ async def test_a_trial_that_cannot_be_written_is_raised_by_the_drain(tmp_path: P
 
 def test_a_rewrite_cut_short_leaves_the_trial_unfinished(tmp_path: Path) -> None:
     directory = tmp_path / "t" / "0"
-    _files(directory).store()  # an earlier attempt, finished
+    store_trial(_files(directory))  # an earlier attempt, finished
     assert (directory / "grade.yaml").is_file()
     (directory / "metrics.yaml").unlink()
     (directory / "metrics.yaml").mkdir()  # the rewrite will fail on this file, after trajectory.yaml
     with pytest.raises(IsADirectoryError):
-        _files(directory).store()
+        store_trial(_files(directory))
     # The old grade.yaml went before anything was rewritten: the half-written trial is not finished.
     assert not (directory / "grade.yaml").exists()

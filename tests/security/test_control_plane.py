@@ -406,7 +406,11 @@ def test_clients_never_send_a_token_off_the_machine_in_clear(tmp_path: Path) -> 
 
 def test_a_host_with_a_wrong_runner_token_stops_with_a_setup_error(tmp_path: Path) -> None:
     """``tolokaforge run --runner`` against a runner process, with the wrong token: exit 2, one line."""
-    env = {**os.environ, "TOLOKAFORGE_TOKEN_DIR": str(tmp_path / "tokens")}
+    env = {
+        **os.environ,
+        "TOLOKAFORGE_TOKEN_DIR": str(tmp_path / "tokens"),
+        "TOLOKAFORGE_RUN_KEY_DIR": str(tmp_path / "run-keys"),
+    }
     runner = subprocess.Popen(
         [sys.executable, "-m", "tolokaforge.runner.cli", "--port", "0", "--isolation", "process"],
         stdout=subprocess.PIPE,

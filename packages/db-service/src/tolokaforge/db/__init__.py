@@ -5,7 +5,7 @@ This root is the package's public API; other packages import from here, never fr
 
 - **clients** (the runner): :class:`StateClient` and its two implementations, :class:`HttpStateClient`
   (a DB service over HTTP) and :class:`LocalStateClient` (a store in this process, which can also be
-  served over HTTP on loopback with :meth:`LocalStateClient.serve_http`), and the error tree;
+  served over HTTP, under a token, with :meth:`LocalStateClient.serve_http`), and the error tree;
 - **serving** (the ``tolokaforge-db`` command, benchmarks, tests): the stores behind :class:`Store`,
   :func:`create_app`, :func:`serve_app` / :func:`serve_settings` and :class:`Settings`.
 """

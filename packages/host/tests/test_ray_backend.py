@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -22,13 +23,14 @@ import pytest
 import yaml
 from aiohttp import web
 
+from tolokaforge.core.credentials import token_dir
 from tolokaforge.core.models import MOCK_JUDGE_MODEL, JudgeModelConfig
 from tolokaforge.host.agent_setup import AgentRecipe, LLMOptions
 from tolokaforge.host.agents import GoldenAgentFactory
 from tolokaforge.host.conductor import TrialOutcome
 from tolokaforge.host.packs import Pack, load_pack
 from tolokaforge.host.ray_backend import RaySettings
-from tolokaforge.host.ray_backend.cluster import ray, start_local_cluster
+from tolokaforge.host.ray_backend.cluster import local_token_file, ray, start_local_cluster
 from tolokaforge.host.run import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
 
@@ -52,6 +54,19 @@ def ray_cluster(ray_temp_dir: Path) -> Iterator[str]:
         yield str(ray.get_runtime_context().gcs_address)
     finally:
         ray.shutdown()
+
+
+def test_the_local_cluster_runs_under_a_token_of_its_own(ray_cluster: str) -> None:
+    """Not Ray's shared ``~/.ray/auth_token`` (0644): a 0600 file of this process's, its path inherited."""
+    token_file = local_token_file()
+    assert token_file is not None and token_file.parent == token_dir()
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+
+    @ray.remote
+    def seen() -> tuple[str | None, str | None]:
+        return os.environ.get("RAY_AUTH_MODE"), os.environ.get("RAY_AUTH_TOKEN_PATH")
+
+    assert ray.get(seen.remote()) == ("token", str(token_file))
 
 
 def _grade_files(output: Path) -> dict[str, str]:

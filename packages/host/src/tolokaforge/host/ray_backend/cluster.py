@@ -6,9 +6,12 @@ Every other module reaches Ray through this one (``ray`` and the exceptions belo
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import secrets
 from collections.abc import Generator
+from pathlib import Path
 from typing import Any, cast
 
 RAY_ENV = {"RAY_LOGGER_LEVEL": "warning", "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
@@ -23,6 +26,8 @@ for _name, _value in RAY_ENV.items():
 import ray as _ray_module  # noqa: E402 (after the variables it reads once, at import)
 from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError  # noqa: E402
 
+from tolokaforge.core.credentials import token_dir, write_token_file  # noqa: E402
+
 from ..errors import ConfigError, RunnerUnavailableError  # noqa: E402
 from .settings import RaySettings  # noqa: E402
 
@@ -32,6 +37,7 @@ __all__ = [
     "RayTaskError",
     "WorkerCrashedError",
     "connected",
+    "local_token_file",
     "ray",
     "start_local_cluster",
     "worker_count",
@@ -41,12 +47,42 @@ ray = cast(Any, _ray_module)
 """Ray's signatures are partly untyped (``**kwargs: Unknown``); we call it through ``Any`` once, here."""
 
 
+RAY_TOKEN_ENV = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+"""Ray's own authentication settings: when the user set any, the cluster is theirs to guard."""
+
+
 def start_local_cluster(num_cpus: int | None = None, temp_dir: str | None = None) -> None:
-    """A single-machine cluster owned by this process (``--ray local``; tests and benchmarks too)."""
+    """A single-machine cluster owned by this process (``--ray local``; tests and benchmarks too), under
+    a token of its own (:func:`local_token_file`)."""
+    _own_cluster_token()
     extra: dict[str, Any] = {"_temp_dir": temp_dir} if temp_dir else {}
     ray.init(
         num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False, **extra
     )
+
+
+_token_file: Path | None = None
+
+
+def local_token_file() -> Path | None:
+    """The token file of the cluster this process started (None: none started, or the user's own Ray
+    authentication settings were kept)."""
+    return _token_file
+
+
+def _own_cluster_token() -> None:
+    """Ray guards a cluster ``ray.init`` starts with a token, by default ``~/.ray/auth_token``: one file
+    for every cluster of the user, written 0644. This process's cluster gets a token of its own instead,
+    in a 0600 file of the user's private token directory, removed at exit; its workers inherit the path
+    (never the token) from the environment, and so do the processes this one starts."""
+    global _token_file
+    if _token_file is not None or any(name in os.environ for name in RAY_TOKEN_ENV):
+        return
+    path = token_dir() / f"ray-{os.getpid()}.token"
+    write_token_file(path, secrets.token_hex(32))
+    os.environ["RAY_AUTH_TOKEN_PATH"] = str(path)
+    atexit.register(path.unlink, missing_ok=True)
+    _token_file = path
 
 
 @contextlib.contextmanager

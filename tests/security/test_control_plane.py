@@ -523,3 +523,34 @@ result = {{
             assert answer.status == 403
     finally:
         await handle.close()
+
+
+async def test_a_trials_socket_answers_its_own_processes_alone(tmp_path: Path) -> None:
+    """A process outside the trial's cgroup (here: this test, root) that reaches the socket gets 403;
+    the trial's own sandboxed server, through its relay, is served."""
+    handle = await start_runner(RunnerSettings(work_dir=tmp_path, isolation="sandbox"), serve=False)
+    try:
+        await register(handle, "own:0", MCP_ATTACK)
+        door = handle.servicer.registry.gateway._doors["own:0"]  # pyright: ignore[reportPrivateUsage]
+        assert door.path is not None and door.cgroup is not None
+        connector = aiohttp.UnixConnector(path=str(door.path))
+        async with (
+            aiohttp.ClientSession(connector=connector) as session,
+            session.get("http://gateway/trials/own%3A0/state") as answer,
+        ):
+            assert answer.status == 403, await answer.text()
+        seen = await call(
+            handle,
+            "own:0",
+            "attack",
+            {
+                "code": """
+import os, urllib.request
+with urllib.request.urlopen(os.environ['TOLOKAFORGE_DB_URL'] + '/trials/own%3A0/state', timeout=10) as answer:
+    result = answer.status
+"""
+            },
+        )
+        assert seen == 200
+    finally:
+        await handle.close()

@@ -447,7 +447,7 @@ class TrialRegistry:
             limits=self.executor.isolated.limits.replace(network=True),
             confinement=self.executor.confinement,
             cgroup=cgroup,
-            state_socket=lambda: self.gateway.open(trial_id),
+            state_socket=lambda: self.gateway.open(trial_id, cgroup),
         )
         return await start_tool_servers(task.tool_servers, places, {"agent": agent, "user": user})
 

@@ -4,7 +4,9 @@ MCP servers keep their tables in the DB service, yet none of them may hold its t
 credential of every trial) or reach another trial. So a server is given a door of its own trial's:
 
 * sandboxed, a unix socket bound into that trial's sandboxes alone, reached through the relay the
-  launcher starts in its sandbox (process/relay.py): the socket a request came in on says whose it is;
+  launcher starts in its sandbox (process/relay.py): the socket a request came in on says whose it is,
+  and where the trial has a cgroup, the connecting process must be in it (its peer credentials), so a
+  process outside the sandbox that shares the sandbox's uid cannot use the socket either;
 * unsandboxed (``--isolation process``), a capability URL on one loopback port,
   ``http://127.0.0.1:<port>/trial-key/<key>``, where ``<key>`` is a secret made for that trial.
 
@@ -21,6 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import socket
+import struct
 import tempfile
 import urllib.parse
 from collections.abc import Awaitable, Callable
@@ -32,6 +36,7 @@ from aiohttp import web
 
 from tolokaforge.core.credentials import bearer, new_token, token_matches
 
+from .process.cgroups import TrialCgroup
 from .state_endpoint import StateDoor
 
 __all__ = ["KEY_PREFIX", "MAX_BODY_BYTES", "StateGateway"]
@@ -72,6 +77,8 @@ class _Door:
     site: web.UnixSite | None = None
     path: Path | None = None
     key: str | None = None
+    cgroup: TrialCgroup | None = None
+    """The trial's cgroup: a socket's peer must be one of its processes."""
     in_flight: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(IN_FLIGHT))
 
 
@@ -93,10 +100,12 @@ class StateGateway:
         """(key, trial id) of every capability URL handed out."""
         self._lock = asyncio.Lock()
 
-    async def open(self, trial_id: str) -> Path:
-        """The socket that serves ``trial_id`` (made on first need): its directory is bound into the sandbox."""
+    async def open(self, trial_id: str, cgroup: TrialCgroup | None = None) -> Path:
+        """The socket that serves ``trial_id`` (made on first need): its directory is bound into the
+        sandbox; with ``cgroup``, only the trial's own processes may use it."""
         async with self._lock:
             door = self._doors.setdefault(trial_id, _Door(trial_id))
+            door.cgroup = door.cgroup or cgroup
             if door.path is not None:
                 return door.path
             runner = await self._server()
@@ -167,7 +176,10 @@ class StateGateway:
         socket_path = transport.get_extra_info("sockname") if transport is not None else None
         if isinstance(socket_path, str) and socket_path:
             trial_id = self._by_socket.get(socket_path)
-            return None if trial_id is None else (trial_id, request.raw_path)
+            door = None if trial_id is None else self._doors.get(trial_id)
+            if trial_id is None or door is None or not _peer_in(transport, door.cgroup):
+                return None
+            return trial_id, request.raw_path
         if not request.raw_path.startswith(KEY_PREFIX):
             return None
         key, slash, rest = request.raw_path[len(KEY_PREFIX) :].partition("/")
@@ -215,6 +227,17 @@ class StateGateway:
             )
             self._session = aiohttp.ClientSession(auto_decompress=False, connector=connector)
         return self._session
+
+
+def _peer_in(transport: asyncio.BaseTransport | None, cgroup: TrialCgroup | None) -> bool:
+    """Whether the process at the other end of a unix connection is in ``cgroup`` (None: no check)."""
+    if cgroup is None:
+        return True
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None:
+        return False
+    pid, _uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    return pid > 0 and cgroup.holds(pid)
 
 
 def allowed(method: str, raw_path: str, trial_id: str) -> bool:

@@ -49,6 +49,14 @@ class TrialCgroup:
             with open(procs, "w") as out:
                 out.write(str(pid))
 
+    def holds(self, pid: int) -> bool:
+        """Whether ``pid`` (in the runner's pid namespace) is one of the trial's processes."""
+        try:
+            text = (self.directories[0] / "cgroup.procs").read_text()
+        except OSError:
+            return False
+        return str(pid) in text.split()
+
     def pids(self) -> set[int]:
         found: set[int] = set()
         for directory in self.directories:

@@ -26,14 +26,8 @@ import yaml
 from aiohttp import web
 
 from tolokaforge.host.file_writer import FileWriterProcess
-from tolokaforge.host.records import (
-    LEDGER_FILE,
-    Ledger,
-    LedgerState,
-    RecordSigner,
-    check_manifest,
-    check_record,
-)
+from tolokaforge.host.ledger import Ledger, LedgerState
+from tolokaforge.host.records import LEDGER_FILE, RecordSigner, check_manifest, check_record
 from tolokaforge.host.results import MAX_STORED_CHARS
 from tolokaforge.host.run_keys import KEY_DIR_ENV, load_run_key, run_ledger
 from tolokaforge.host.yaml_files import TrialFiles

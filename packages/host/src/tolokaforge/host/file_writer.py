@@ -35,7 +35,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from .records import GRADE_PENDING, SIGNATURE_FILE, WRITTEN_FILES, Ledger, LedgerAppender
+from .ledger import Ledger, LedgerAppender
+from .records import GRADE_PENDING, SIGNATURE_FILE, WRITTEN_FILES
 from .yaml_files import TrialFiles, dump_yaml
 
 __all__ = ["FileWriterProcess", "HelperGone", "WriteFailed", "store_each", "store_trial"]

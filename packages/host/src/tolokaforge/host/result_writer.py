@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .conductor import TrialOutcome
 from .file_writer import FileWriterProcess, HelperGone, store_each
-from .records import Ledger, LedgerAppender
+from .ledger import Ledger, LedgerAppender
 from .redaction import Redactor
 from .results import WrittenTrial, render_trial
 from .yaml_files import TrialFiles

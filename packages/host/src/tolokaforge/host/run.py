@@ -37,18 +37,11 @@ from tolokaforge.core.models import JudgeModelConfig
 from .agents.base import AgentFactory
 from .conductor import TrialOutcome, TrialSettings, run_trial
 from .errors import ConfigError
+from .ledger import LedgerAppender, LedgerState
 from .manifest import RunIdentity, read_manifest, refuse_resume_if_different, utc_now, write_manifest
 from .packs.loader import LoadedTask, Pack
 from .ray_backend import RaySettings
-from .records import (
-    GRADE_PENDING,
-    LEDGER_FILE,
-    SIGNATURE_FILE,
-    LedgerAppender,
-    LedgerState,
-    RecordSigner,
-    check_record,
-)
+from .records import GRADE_PENDING, LEDGER_FILE, SIGNATURE_FILE, RecordSigner, check_record
 from .redaction import Redactor, url_password
 from .result_writer import HELPER_MIN_TRIALS, ResultWriter
 from .results import configured_components, is_finished, trial_dir

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import ConfigError
-from .records import LEDGER_FILE, Ledger, LedgerError, LedgerState, RecordSigner, check_manifest
+from .ledger import Ledger, LedgerError, LedgerState
+from .records import LEDGER_FILE, RecordSigner, check_manifest
 from .redaction import register_secret
 
 __all__ = [

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..errors import ConfigError
+from ..ledger import LedgerState
 from ..manifest import read_manifest
-from ..records import LedgerState, RecordSigner, check_record
+from ..records import RecordSigner, check_record
 from ..results import trial_dir
 from ..run_keys import Unverifiable, verify_run
 from ..summary import DEFINITIONS, RunSummary

@@ -40,15 +40,17 @@ GOLDEN = AgentRecipe.of("golden", LLMOptions(None, None, "http://127.0.0.1:9/v1"
 SECRET = "sk-tolokaforge-ray-secret-4f1c9e"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_temp_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The cluster's own files (session logs included), short enough for Ray's socket paths."""
     return tmp_path_factory.mktemp("ray")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster(ray_temp_dir: Path) -> Iterator[str]:
-    """The session's cluster, started as ``--ray local`` starts one; yields its address."""
+    """This module's cluster, started as ``--ray local`` starts one; yields its address. Stopped when the
+    module ends: its processes are children of the test process, which later tests of the same xdist
+    worker would otherwise count among their own (a test asserting no child outlived its trial)."""
     start_local_cluster(num_cpus=2, temp_dir=str(ray_temp_dir))
     try:
         yield str(ray.get_runtime_context().gcs_address)

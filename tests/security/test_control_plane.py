@@ -9,13 +9,14 @@ a host holding a wrong token, and an unsandboxed MCP server's capability URL.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
 import subprocess
 import sys
 import urllib.parse
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Generator
 from pathlib import Path
 from typing import Any
 
@@ -274,19 +275,32 @@ def test_a_token_file_others_can_read_is_refused(module: str, tmp_path: Path) ->
     assert "chmod 600" in done.stderr, done.stderr
 
 
-async def test_a_second_db_service_on_a_busy_port_leaves_the_live_token_alone(tmp_path: Path) -> None:
-    env = {**os.environ, "TOLOKAFORGE_TOKEN_DIR": str(tmp_path)}
-    first = subprocess.Popen(
-        [sys.executable, "-m", "tolokaforge.db.cli", "--port", "0"],
+@contextlib.contextmanager
+def _serving(module: str, *args: str, env: dict[str, str]) -> Generator[tuple[str, Path]]:
+    """A service process (``python -m module --port 0 ARGS``), its address and token file from the two
+    lines it prints; terminated on exit."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, "--port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
         env=env,
     )
     try:
-        assert first.stdout is not None
-        address = first.stdout.readline().rsplit(" ", 1)[1].strip()
-        token_file = Path(first.stdout.readline().rsplit(" ", 1)[1].strip())
+        assert process.stdout is not None
+        address = process.stdout.readline().rsplit(" ", 1)[1].strip()
+        token_file = Path(process.stdout.readline().rsplit(" ", 1)[1].strip())
+        yield address, token_file
+    finally:
+        process.terminate()
+        process.wait(30)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+async def test_a_second_db_service_on_a_busy_port_leaves_the_live_token_alone(tmp_path: Path) -> None:
+    env = {**os.environ, "TOLOKAFORGE_TOKEN_DIR": str(tmp_path)}
+    with _serving("tolokaforge.db.cli", env=env) as (address, token_file):
         port = address.rsplit(":", 1)[1]
         assert token_file == tmp_path / f"db-{port}.token"
         token = token_file.read_text().strip()
@@ -305,11 +319,6 @@ async def test_a_second_db_service_on_a_busy_port_leaves_the_live_token_alone(tm
                 raise AssertionError("the first service never answered")
         finally:
             await client.aclose()
-    finally:
-        first.terminate()
-        first.wait(30)
-        if first.stdout is not None:
-            first.stdout.close()
 
 
 def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
@@ -411,18 +420,8 @@ def test_a_host_with_a_wrong_runner_token_stops_with_a_setup_error(tmp_path: Pat
         "TOLOKAFORGE_TOKEN_DIR": str(tmp_path / "tokens"),
         "TOLOKAFORGE_RUN_KEY_DIR": str(tmp_path / "run-keys"),
     }
-    runner = subprocess.Popen(
-        [sys.executable, "-m", "tolokaforge.runner.cli", "--port", "0", "--isolation", "process"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    try:
-        assert runner.stdout is not None
-        address = runner.stdout.readline().rsplit(" ", 1)[1].strip()
-        token_line = runner.stdout.readline()
-        assert str(tmp_path / "tokens") in token_line
+    with _serving("tolokaforge.runner.cli", "--isolation", "process", env=env) as (address, token_file):
+        assert token_file.parent == tmp_path / "tokens"
         wrong = tmp_path / "wrong.token"
         write_token_file(wrong, new_token())
         command = [
@@ -461,11 +460,6 @@ def test_a_host_with_a_wrong_runner_token_stops_with_a_setup_error(tmp_path: Pat
             env=env,
         )
         assert found.returncode == 0, (found.stdout[-2000:], found.stderr[-2000:])
-    finally:
-        runner.terminate()
-        runner.wait(30)
-        if runner.stdout is not None:
-            runner.stdout.close()
 
 
 async def test_an_unsandboxed_servers_capability_url_opens_its_own_trial_alone(tmp_path: Path) -> None:

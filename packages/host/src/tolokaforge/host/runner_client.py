@@ -174,19 +174,13 @@ class RunnerClient:
         policy = RetryPolicy(retry_if=_is_transport_error, backoff=_BACKOFF, deadline_s=budget)
         try:
             return await retry_async(call, policy)
-        except grpclib.exceptions.GRPCError as error:
-            if error.status == Status.UNAUTHENTICATED:  # a setup error: no retry or other trial fixes it
+        except Exception as error:
+            if isinstance(error, grpclib.exceptions.GRPCError) and error.status == Status.UNAUTHENTICATED:
+                # A setup error: no retry, and no other trial, fixes it.
                 raise ConfigError(
                     f"the runner at {self.address} refused this run's token ({error.message}): pass the "
                     f"token file it printed at start with --runner-token-file"
                 ) from error
-            if not _is_transport_error(error):
-                raise
-            raise RunnerUnavailableError(
-                f"runner at {self.address} unreachable for {what} after {budget:g}s: "
-                f"{type(error).__name__}: {error}"
-            ) from error
-        except Exception as error:
             if not _is_transport_error(error):
                 raise
             raise RunnerUnavailableError(

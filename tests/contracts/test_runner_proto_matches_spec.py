@@ -133,6 +133,15 @@ MESSAGES: dict[str, list[Field]] = {
         ("custom_checks", 4, "double", ""),
         ("trace_checks", 5, "double", "optional"),
     ],
+    # This project's: one row per item of a list-shaped grading component (docs/grading.md).
+    "ComponentItemResult": [
+        ("component", 1, "string", ""),
+        ("index", 2, "int32", ""),
+        ("label", 3, "string", ""),
+        ("met", 4, "bool", ""),
+        ("message", 5, "string", ""),
+        ("details_json", 6, "string", ""),
+    ],
     "CustomCheckResult": [
         ("check_name", 1, "string", ""),
         ("status", 2, "string", ""),
@@ -178,7 +187,11 @@ MESSAGES: dict[str, list[Field]] = {
 
 # Fields this project adds to the seed contract: new numbers only, never a renumbering.
 ADDITIVE: dict[str, list[Field]] = {
-    "ExecuteToolResponse": [("tool_error", 5, "tolokaforge.tool.v1.ToolError", "")],
+    # The classified failure, and whether an ERROR is the tool's own answer whose changes stand.
+    "ExecuteToolResponse": [
+        ("tool_error", 5, "tolokaforge.tool.v1.ToolError", ""),
+        ("reported_by_tool", 6, "bool", ""),
+    ],
     # Why a registration failed, typed, and whether sending it again can help (never a matched string).
     "RegisterTrialResponse": [
         ("error_kind", 6, "RegistrationErrorKind", ""),
@@ -200,6 +213,13 @@ ADDITIVE: dict[str, list[Field]] = {
     "HealthCheckResponse": [("accepts_task_digest", 6, "bool", ""), ("accepts_task_parts", 7, "bool", "")],
     # The spec's note on include_agent_system_prompt: explicit presence, as for trace_checks.
     "JudgeReport": [("include_agent_system_prompt", 8, "bool", "optional")],
+    # The τ²-style components: their scores (explicit presence, as trace_checks) and item rows.
+    "GradeComponents": [
+        ("env_assertions", 6, "double", "optional"),
+        ("tau2_actions", 7, "double", "optional"),
+        ("tau2_communicate", 8, "double", "optional"),
+    ],
+    "Grade": [("component_items", 12, "ComponentItemResult", "repeated")],
 }
 
 ENUMS: dict[str, list[tuple[str, int]]] = {

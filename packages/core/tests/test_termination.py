@@ -9,7 +9,16 @@ from tolokaforge.core import (
     parse_termination_reason,
 )
 
-WIRE_VALUES = ["agent_done", "user_stop", "max_turns", "trial_lost", "tool_not_found", "error", "timeout"]
+WIRE_VALUES = [
+    "agent_done",
+    "user_stop",
+    "max_turns",
+    "trial_lost",
+    "tool_not_found",
+    "error",
+    "timeout",
+    "too_many_errors",
+]
 
 
 def test_the_enum_is_exactly_the_documented_set() -> None:
@@ -46,9 +55,10 @@ def test_unknown_reason_is_a_value_error() -> None:
         parse_termination_reason("finished")
 
 
-def test_only_the_three_planned_ends_are_gradeable() -> None:
+def test_only_the_planned_ends_are_gradeable() -> None:
     assert {
         TerminationReason.AGENT_DONE,
         TerminationReason.USER_STOP,
         TerminationReason.MAX_TURNS,
+        TerminationReason.TOO_MANY_ERRORS,
     } == GRADEABLE_TERMINATION_REASONS

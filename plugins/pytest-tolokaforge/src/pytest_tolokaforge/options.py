@@ -60,7 +60,7 @@ def add_options(parser: pytest.Parser) -> None:
         dest="tolokaforge_packs",
         default=[],
         metavar="PATH",
-        help="A task pack (its root or its tasks/ folder) to turn into contract tests. Repeatable.",
+        help="A task pack (its root or its tasks/ folder, or tau2:<domain>) to turn into contract tests. Repeatable.",
     )
     group.addoption(
         "--tolokaforge-runner",
@@ -118,7 +118,10 @@ def read_settings(config: pytest.Config) -> Settings:
     given = cast(list[str], config.getoption("tolokaforge_packs") or [])
     if given:
         base = config.invocation_params.dir
-        packs = tuple((base / value).resolve() for value in given)
+        # tau2:<domain> names a τ² domain, not a folder (docs/tau2.md).
+        packs = tuple(
+            Path(value) if value.startswith("tau2:") else (base / value).resolve() for value in given
+        )
     else:
         packs = tuple(Path(p).resolve() for p in cast(list[Path], config.getini("tolokaforge_packs")))
     runner = cast(str | None, config.getoption("tolokaforge_runner")) or (

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ._gen.proto.tolokaforge.runner.v1 import (
     CleanupTrialRequest,
     CleanupTrialResponse,
+    ComponentItemResult,
     CriterionResult,
     CustomCheckResult,
     ExecuteToolRequest,
@@ -41,6 +42,7 @@ from ._gen.proto.tolokaforge.runner.v1 import (
 __all__ = [
     "CleanupTrialRequest",
     "CleanupTrialResponse",
+    "ComponentItemResult",
     "CriterionResult",
     "CustomCheckResult",
     "ExecuteToolRequest",

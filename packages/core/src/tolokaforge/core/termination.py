@@ -2,7 +2,7 @@
 
 ``GradeTrialRequest.termination_reason`` carries one of these values as a string. The parser is
 deliberately strict: an unrecognised value raises rather than reading as "not reported", because a
-skewed engine would otherwise look like a healthy trial. Only the three reasons in
+skewed engine would otherwise look like a healthy trial. Only the reasons in
 ``GRADEABLE_TERMINATION_REASONS`` ever reach GradeTrial; the host answers every other trial itself.
 """
 
@@ -40,11 +40,20 @@ class TerminationReason(enum.StrEnum):
     TIMEOUT = "timeout"
     """The trial's wall-clock budget ran out."""
 
+    TOO_MANY_ERRORS = "too_many_errors"
+    """The task's conversation rules allow so many failed tool calls, and the episode reached them."""
+
 
 GRADEABLE_TERMINATION_REASONS: Final = frozenset(
-    {TerminationReason.AGENT_DONE, TerminationReason.USER_STOP, TerminationReason.MAX_TURNS}
+    {
+        TerminationReason.AGENT_DONE,
+        TerminationReason.USER_STOP,
+        TerminationReason.MAX_TURNS,
+        TerminationReason.TOO_MANY_ERRORS,
+    }
 )
-"""The reasons a trial can carry into GradeTrial: each is an end the harness planned for."""
+"""The reasons a trial can carry into GradeTrial: each is an end the harness planned for. A task may
+still score some of them 0 (``GradingConfig.zero_unless_ended_by``), but that is the grade's to say."""
 
 
 def parse_termination_reason(value: str) -> TerminationReason | None:

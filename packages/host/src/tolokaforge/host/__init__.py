@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .html_report import write_report
     from .llm import DEFAULT_PRICES, ChatClient, ChatSettings, llm_session
     from .packs import LoadedTask, Pack, PackReport, inspect_pack, load_pack
+    from .packs.tau2 import export_tau2_results, tau2_task
     from .ray_backend import RaySettings, ray_connection
     from .run import RunSettings, run_pack
     from .runner_client import RegisteredTrial, RunnerClient, open_runner, parse_address
@@ -54,6 +55,7 @@ __all__ = [
     "UserRouter",
     "Verdict",
     "build_trial_spec",
+    "export_tau2_results",
     "inspect_pack",
     "llm_session",
     "load_pack",
@@ -63,6 +65,7 @@ __all__ = [
     "register_request",
     "run_episode",
     "run_pack",
+    "tau2_task",
     "verdict",
     "write_report",
 ]
@@ -89,6 +92,7 @@ _HOMES: dict[str, str] = {
     "UserRouter": ".users.router",
     "Verdict": ".exit_status",
     "build_trial_spec": ".trial_spec",
+    "export_tau2_results": ".packs.tau2",
     "inspect_pack": ".packs",
     "llm_session": ".llm",
     "load_pack": ".packs",
@@ -98,6 +102,7 @@ _HOMES: dict[str, str] = {
     "register_request": ".trial_spec",
     "run_episode": ".episode",
     "run_pack": ".run",
+    "tau2_task": ".packs.tau2",
     "verdict": ".exit_status",
     "write_report": ".html_report",
 }

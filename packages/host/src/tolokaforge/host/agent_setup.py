@@ -73,7 +73,8 @@ class AgentRecipe:
             raise ConfigError(f"unknown agent {self.agent!r} (golden, scripted or llm)")
         user_model = self.user_model
         users = UserRouter(
-            llm=LLMUserFactory(self._chat(user_model, session)) if self.llm_users and user_model else None
+            llm=LLMUserFactory(self._chat(user_model, session)) if self.llm_users and user_model else None,
+            stand_in=self.agent == "golden",
         )
         return agents, users
 

@@ -53,6 +53,7 @@ __all__ = [
 ]
 
 NOT_EVALUATED = -1.0
+_LATER_COMPONENTS = ("env_assertions", "tau2_actions", "tau2_communicate")
 MAX_STORED_CHARS = 1 << 20
 """The most characters of one text (a tool's output, its arguments, a message) a trial's files keep."""
 
@@ -91,6 +92,9 @@ def configured_components(grading: GradingConfig) -> list[str]:
         "llm_judge": grading.llm_judge is not None,
         "custom_checks": grading.custom_checks is not None and grading.custom_checks.enabled,
         "trace_checks": grading.trace_checks is not None,
+        "env_assertions": grading.env_assertions is not None,
+        "tau2_actions": grading.tau2_actions is not None,
+        "tau2_communicate": grading.tau2_communicate is not None,
     }
     return [name for name, wanted in asked.items() if wanted]
 
@@ -104,6 +108,11 @@ def grade_to_dict(
     scores = {
         name: _component(getattr(components, name)) if components is not None else None for name in names
     }
+    # Components added later are written only when evaluated, so grades of tasks without them read as before.
+    for name in _LATER_COMPONENTS:
+        value = _component(getattr(components, name)) if components is not None else None
+        if value is not None:
+            scores[name] = value
     result: dict[str, Any] = {
         "graded": True,
         "binary_pass": grade.binary_pass,
@@ -124,6 +133,17 @@ def grade_to_dict(
         ],
         "trace_check_results": trace_results_dict(grade),
         "trace_checks_summary": trace_summary_dict(grade),
+        "component_items": [
+            {
+                "component": row.component,
+                "index": row.index,
+                "label": row.label,
+                "met": row.met,
+                "message": row.message,
+                "details": json.loads(row.details_json) if row.details_json else None,
+            }
+            for row in grade.component_items
+        ],
     }
     if grade.judge_status != JudgeStatus.UNSPECIFIED:
         result.update(_judge_fields(grade, judge_price_known))

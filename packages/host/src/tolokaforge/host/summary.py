@@ -8,8 +8,10 @@ passed; mean scores are over *graded* trials only.
 Per task with n trials of which c passed, for k <= n: ``pass^k`` = C(c, k) / C(n, k), the chance that k
 trials drawn from the task all pass (tau-bench's); ``pass@k`` = 1 - C(n - c, k) / C(n, k), the chance
 that at least one of k drawn trials passes (the unbiased estimator of the Codex paper). Run-level
-values average the per-task ones over tasks with at least k trials. The rubric judge's spend is
-grading spend, summed apart from the agent's (``judge``, when a judge ran).
+values average the per-task ones over tasks with at least k trials; ``pass_hat_ks`` is τ²-bench's
+figure (pass^k for k = 1 .. the fewest trials any task has; every selected trial is a row, so that is
+``trials_per_task``, and a trial without a grade fails, as a τ² simulation that failed scores 0). The
+rubric judge's spend is grading spend, summed apart from the agent's (``judge``, when a judge ran).
 
 ``summary.yaml`` is a convenience copy for people and scripts: it is not signed, and nothing reads it
 back as a result. What vouches for a run is ``tolokaforge report`` (or ``--resume``), which verifies
@@ -47,6 +49,9 @@ DEFINITIONS: dict[str, str] = {
     "mean_score": "mean score over graded trials only (ungraded trials have no score)",
     "pass^k": "per task C(passed, k) / C(trials, k): k drawn trials all pass; mean over tasks",
     "pass@k": "per task 1 - C(failed, k) / C(trials, k): one of k drawn trials passes; mean over tasks",
+    "pass_hat_ks": "pass^k for every k from 1 to the fewest trials any task has, mean over all tasks: "
+    "tau2-bench's compute_metrics (a trial without a grade counts as failed); for a tau2:<domain> run, "
+    "the domain's pass^k",
     "outcomes": "trials by what became of them: passed, failed (graded, did not pass), not_gradeable "
     "(ended without a grade), lost (an earlier version's grade of a lost trial), unfinished (no grade.yaml; "
     "infrastructure failures and trials lost on every attempt included)",
@@ -133,6 +138,17 @@ class RunSummary:
 
     def pass_at(self, k: int) -> float | None:
         return _mean(value for task in self.tasks() if (value := task.pass_at(k)) is not None)
+
+    def pass_hat_ks(self) -> dict[int, float]:
+        """pass^k for every k from 1 to the fewest trials any task has, each the mean over all tasks:
+        τ²-bench's ``compute_metrics`` (``pass_hat_ks``), where a trial that passed is one whose reward
+        is 1 and a trial without a grade is one that failed (τ² has none: it scores a failed
+        simulation 0). Empty for a run without trials."""
+        tasks = self.tasks()
+        fewest = min((task.trials for task in tasks), default=0)
+        return {
+            k: sum(pass_hat(t.trials, t.passed, k) for t in tasks) / len(tasks) for k in range(1, fewest + 1)
+        }
 
     @property
     def mean_score(self) -> float | None:
@@ -239,6 +255,7 @@ class RunSummary:
             "pass^1": self.pass_hat(1),
             f"pass^{k}": self.pass_hat(k),
             f"pass@{k}": self.pass_at(k),
+            "pass_hat_ks": self.pass_hat_ks(),
             "grading_errors": sum(row.grading_error is not None for row in self.rows),
             "trace_gates_failed": sum(row.trace_gate_failed for row in self.rows),
             "terminations": self.terminations(),

@@ -8,6 +8,7 @@ is the one judge of whether they are valid.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 __all__ = ["AgentTurn", "ModelUsage", "ProposedCall", "Usage", "UserTurn"]
 
@@ -73,12 +74,19 @@ class Usage:
 
 @dataclass(frozen=True)
 class AgentTurn:
-    """One assistant turn. ``done`` declares the task finished once this turn's calls have run."""
+    """One assistant turn. ``done`` declares the task finished once this turn's calls have run.
+
+    ``executor`` ``"user"`` is for the golden agent alone, replaying a golden action of the user's side
+    (a device action in a dual-control task): the loop records the calls as a user message without text,
+    runs them with executor "user" and asks the agent again; such a turn is no assistant turn and says
+    nothing (its ``content`` is not used). Without calls it is an ordinary assistant turn.
+    """
 
     content: str
     tool_calls: tuple[ProposedCall, ...] = ()
     done: bool = False
     usage: Usage | None = None
+    executor: Literal["agent", "user"] = "agent"
 
 
 @dataclass(frozen=True)

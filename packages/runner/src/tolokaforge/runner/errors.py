@@ -17,6 +17,7 @@ RunnerError                        retryable: may the same request succeed when 
     │                              (one per row of the error table, docs/grading.md)
     ├── NotGradeable               "Trial '<id>' is not gradeable: <Cause>: ..."
     ├── NotGradeableAsAuthored     "Trial '<id>' cannot be graded as authored: ..."
+    │   └── EnvAssertionFailed     ... an env assertion's tool call failed or answered no JSON
     ├── HashGradingFailed          "Hash grading failed: ..." (incl. UnresolvableGoldenAction)
     └── UnaccountedKeys            "Grading config populates scored keys the runner neither ..."
 
@@ -33,6 +34,7 @@ from tolokaforge.contracts.tool import ToolErrorCategory
 
 __all__ = [
     "DuplicateTrialError",
+    "EnvAssertionFailed",
     "GradingFailure",
     "HashGradingFailed",
     "InvalidRequestError",
@@ -165,6 +167,14 @@ class NotGradeableAsAuthored(GradingFailure):
 
     def __init__(self, trial_id: str, reason: str) -> None:
         super().__init__(f"Trial '{trial_id}' cannot be graded as authored: {reason}")
+
+
+class EnvAssertionFailed(NotGradeableAsAuthored):
+    """An env assertion could not be evaluated: its tool call did not succeed, or its output is not JSON.
+
+    Not a verdict on the agent (τ²-bench, too, gives no reward when an assertion raises): the pack's
+    assertion cannot be evaluated as written on this trial, so no grade is given.
+    """
 
 
 class HashGradingFailed(GradingFailure):

@@ -10,6 +10,12 @@ syncing server's tables are committed, or the mirror is reloaded when the server
 version; after every attempt that failed, timed out or crashed, the store (and a syncing server) is
 put back to the state before the call (:func:`_restore`). Every outcome is one of the
 ExecutionStatus values with a classified ToolError, and the record says how many attempts it took.
+
+A python tool may answer an error itself (it returns a ReportedError): that call's changes are
+committed as a success's, and it answers ERROR / execution_failed with the tool's message, marked
+``reported`` so the host shows exactly ``"Error: " + message``. A tool whose description says
+``validate_arguments: false`` gets any JSON object unchecked. A hidden tool is found only by the
+runner's own callers: a call ``offered_only`` (ExecuteTool from the host) does not see it.
 """
 
 from __future__ import annotations
@@ -71,6 +77,8 @@ class CallOutcome:
     """The recorded category: the failure's, or a non-failure's such as cancelled."""
     exit_code: int | None = None
     """A process-backed operation's exit code."""
+    reported: bool = False
+    """The failure is the tool's own error answer (a ReportedError): the call's changes were committed."""
 
 
 class ToolExecutor:
@@ -141,8 +149,13 @@ class ToolExecutor:
         executor: str,
         timeout_seconds: float = 0.0,
         record: bool = True,
+        offered_only: bool = False,
     ) -> CallOutcome:
-        """Run and (unless ``record`` is False, as for initialization actions) record one call."""
+        """Run and (unless ``record`` is False, as for initialization actions) record one call.
+
+        ``offered_only`` (ExecuteTool from the host) finds only the tools offered to the caller: a
+        hidden tool is then TOOL_NOT_FOUND, answered as for a name no tool has.
+        """
         async with trial.lock:
             return await self.call_locked(
                 trial,
@@ -152,6 +165,7 @@ class ToolExecutor:
                 executor=executor,
                 timeout_seconds=timeout_seconds,
                 record=record,
+                offered_only=offered_only,
             )
 
     async def call_locked(
@@ -164,6 +178,7 @@ class ToolExecutor:
         executor: str,
         timeout_seconds: float = 0.0,
         record: bool = True,
+        offered_only: bool = False,
     ) -> CallOutcome:
         """:meth:`call` for a caller that already holds ``trial.lock`` (golden replay)."""
         started_at = time.time()
@@ -172,7 +187,7 @@ class ToolExecutor:
         mutations = 0
         try:
             await _refresh(trial)
-            tool = self._resolve(trial, tool_name, executor)
+            tool = self._resolve(trial, tool_name, executor, offered_only=offered_only)
             arguments = self._parse_arguments(tool, arguments_json)
             budget = self._budget(trial, tool, timeout_seconds)
             if isinstance(tool, RemoteTool):
@@ -183,11 +198,30 @@ class ToolExecutor:
                 else:
                     assert self.threads is not None, "an in-process tool outside trusted mode"
                     run = self.threads.run(trial, tool, arguments, budget, self._commit)
-                output, changes = await run
-                mutations = sum(len(change["operations"]) for change in changes)
-                outcome = CallOutcome(
-                    ExecutionStatus.SUCCESS, output, None, time.perf_counter() - started, mutations
-                )
+                finished = await run
+                mutations = sum(len(change["operations"]) for change in finished.changes)
+                if finished.reported is None:
+                    outcome = CallOutcome(
+                        ExecutionStatus.SUCCESS,
+                        finished.output,
+                        None,
+                        time.perf_counter() - started,
+                        mutations,
+                    )
+                else:  # the tool's own error answer: committed above like a success, answered as an error
+                    outcome = CallOutcome(
+                        ExecutionStatus.ERROR,
+                        "",
+                        ToolFailure(
+                            ExecutionStatus.ERROR,
+                            ToolErrorCategory.EXECUTION_FAILED,
+                            finished.reported,
+                            details={"tool": tool.description.name},
+                        ),
+                        time.perf_counter() - started,
+                        mutations,
+                        reported=True,
+                    )
         except ToolFailure as failure:
             code = failure.details.get("exit_code")  # a worker that died: its exit code or -signal
             outcome = CallOutcome(
@@ -333,13 +367,15 @@ class ToolExecutor:
             ) from error
 
     @staticmethod
-    def _resolve(trial: TrialContext, tool_name: str, executor: str) -> Tool:
+    def _resolve(trial: TrialContext, tool_name: str, executor: str, *, offered_only: bool = False) -> Tool:
         registry = trial.registry(executor)
-        tool = registry.get(tool_name) if registry is not None else None
+        tool = registry.get(tool_name, offered_only=offered_only) if registry is not None else None
         if tool is None:
+            # Offered only: a hidden tool is not named, hinted at or listed, as if it did not exist.
             other = trial.registry("user" if executor == "agent" else "agent")
-            hint = f"; it is a {other.actor} tool" if other is not None and other.get(tool_name) else ""
-            offered = ", ".join(registry.names()) if registry is not None else ""
+            found = other is not None and other.get(tool_name, offered_only=offered_only) is not None
+            hint = f"; it is a {other.actor} tool" if other is not None and found else ""
+            offered = ", ".join(registry.names(offered_only=offered_only)) if registry is not None else ""
             raise ToolFailure(
                 ExecutionStatus.TOOL_NOT_FOUND,
                 ToolErrorCategory.NOT_FOUND,
@@ -363,6 +399,8 @@ class ToolExecutor:
                 ToolErrorCategory.INVALID_ARGUMENTS,
                 f"arguments must be a JSON object, got {type(arguments).__name__}",
             )
+        if not tool.description.validate_arguments:  # the tool itself refuses what it cannot take
+            return cast(dict[str, Any], arguments)
         errors = tool.validator.errors(arguments)
         if errors:
             problems = "; ".join(

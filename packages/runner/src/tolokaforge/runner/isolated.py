@@ -1,7 +1,8 @@
 """Isolated mode (the default): a python tool call runs in the trial's worker process.
 
 The worker answers with the call's output and changes; the runner commits them (one atomic batch,
-as in trusted mode) and only then counts the worker in step. A call past its budget kills the worker
+as in trusted mode) and only then counts the worker in step. An error the tool reported itself (a
+ReportedError) arrives the same way, its message as ``reported_error``: its changes are committed too. A call past its budget kills the worker
 (TIMEOUT); a worker that dies mid-call is ``process_crashed`` (synthesized here, never by the tool);
 either way nothing of the call is committed and the next call gets a fresh worker built from the
 mirror, which is in step with the store.
@@ -27,7 +28,7 @@ from .errors import ToolFailure, ToolLoadError, checked_text
 from .process.confinement import Confinement
 from .process.sandbox import Limits
 from .process.supervisor import probe_limits
-from .tools.python_tools import WorkerTool
+from .tools.python_tools import Finished, WorkerTool
 from .trial import TrialContext
 from .workers.code import WorkerBase
 from .workers.slots import TrialWorkers
@@ -124,7 +125,7 @@ class IsolatedRunner:
         arguments: Mapping[str, Any],
         budget: float,
         commit: Commit,
-    ) -> tuple[str, list[dict[str, Any]]]:
+    ) -> Finished:
         worker = await self._worker(trial)
         name = tool.description.name
         try:
@@ -151,8 +152,8 @@ class IsolatedRunner:
                 str(reply.get("message", "")),
                 details={"exception": str(reply.get("exception", "")), "tool": name},
             )
-        output, changes = reply.get("output"), reply.get("changes")
-        if not isinstance(output, str) or not _is_changes(changes):
+        output, changes, reported = reply.get("output"), reply.get("changes"), reply.get("reported_error")
+        if not isinstance(output, str) or not _is_changes(changes) or not isinstance(reported, str | None):
             assert trial.workers is not None
             await trial.workers.discard(worker)
             raise ToolFailure(
@@ -165,6 +166,8 @@ class IsolatedRunner:
         try:
             # A reply is JSON, which cannot carry a lone surrogate; checked anyway, before the commit.
             checked_text(output)
+            if reported is not None:
+                checked_text(reported)
             await commit(trial, typed)
         except (KeyError, IndexError, TypeError, ValueError) as error:
             # Changes the store took but the mirror cannot apply: the store is the truth, so reload.
@@ -182,7 +185,7 @@ class IsolatedRunner:
             await trial.workers.discard(worker)  # it applied changes the store did not take
             raise
         worker.version = trial.mirror.version
-        return output, typed
+        return Finished(output, typed, reported)
 
     async def _worker(self, trial: TrialContext) -> ToolWorker:
         assert trial.workers is not None, "prepare() starts a trial's workers"

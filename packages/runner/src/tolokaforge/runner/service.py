@@ -3,7 +3,8 @@
 Nothing here decides anything about trials or tools; see registry.py, executor.py and grading/.
 Protocol rules enforced at this edge (docs/protocol/runner.md#executetool): an empty call_id or tool name, or an
 unknown executor, is a harness bug and fails the RPC with INVALID_ARGUMENT; an unregistered trial is
-TRIAL_NOT_FOUND (never recorded); every other failure is a recorded status with a ToolError.
+TRIAL_NOT_FOUND (never recorded); every other failure is a recorded status with a ToolError. What the
+host may call is what RegisterTrial offered it: a hidden tool is neither listed nor found here.
 """
 
 from __future__ import annotations
@@ -151,6 +152,7 @@ class RunnerServicer(RunnerServiceBase):
             arguments_json=message.arguments_json,
             executor=message.executor,
             timeout_seconds=message.timeout_seconds,
+            offered_only=True,  # the host's callers never reach a hidden tool
         )
         metrics = ToolMetrics(
             latency_seconds=outcome.latency_seconds,
@@ -164,6 +166,7 @@ class RunnerServicer(RunnerServiceBase):
             status=outcome.status,
             error_message=failure.message,
             metrics=metrics,
+            reported_by_tool=outcome.reported,
             tool_error=ToolError(
                 category=failure.category,
                 message=failure.message,

@@ -1,7 +1,8 @@
 """Trusted mode (``--isolation thread``): a python tool call runs on one of the runner's threads.
 
 For people who run their own code and want in-process speed. The tool works on copy-on-write views
-of the mirror, committed only when it returns inside its budget. What is fixed relative to a plain
+of the mirror, committed only when it returns inside its budget (with its text, or with an error
+it reports itself, a ReportedError). What is fixed relative to a plain
 thread pool: an overstaying call is abandoned and its slot handed to a fresh daemon thread (so others
 never queue behind it, and the process can always exit); ``SystemExit``, ``KeyboardInterrupt`` and
 other ``BaseException`` fail the call instead of the runner. What it cannot do: stop a tool that
@@ -16,10 +17,12 @@ from typing import Any
 
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
+from tolokaforge.core.tool_result import ReportedError
 
 from .errors import ToolFailure, checked_text
 from .state.cow import TableShapeError
 from .tools import Tool
+from .tools.python_tools import Finished
 from .trial import TrialContext
 from .workers.threads import DaemonPool
 
@@ -44,10 +47,10 @@ class ThreadRunner:
 
     async def run(
         self, trial: TrialContext, tool: Tool, arguments: Mapping[str, Any], budget: float, commit: Commit
-    ) -> tuple[str, list[dict[str, Any]]]:
+    ) -> Finished:
         data = trial.mirror.open_call()
 
-        def work() -> tuple[str, list[dict[str, Any]]] | _Raised:
+        def work() -> tuple[str | ReportedError, list[dict[str, Any]]] | _Raised:
             try:
                 output = tool.invoke(data, arguments)
                 return output, data.changes()
@@ -79,9 +82,13 @@ class ThreadRunner:
                     )
                 raise classify_tool_exception(tool, result.error)
             output, changes = result
-            checked_text(output)  # before the commit: an output the wire cannot carry fails the call
+            # A reported error is an answer, not a failure: its changes are committed like a success's.
+            reported = output.message if isinstance(output, ReportedError) else None
+            text = output if isinstance(output, str) else ""
+            # Before the commit: an output the wire cannot carry fails the call.
+            checked_text(text if reported is None else reported)
             await commit(trial, changes)
-            return output, changes
+            return Finished(text, changes, reported)
         finally:
             trial.mirror.close_call(data, finished=True)
 

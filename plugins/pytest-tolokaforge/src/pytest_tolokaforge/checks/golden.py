@@ -38,6 +38,9 @@ def components(grade: Grade) -> dict[str, float | None]:
         "llm_judge": parts.llm_judge,
         "custom_checks": parts.custom_checks,
         "trace_checks": parts.trace_checks,
+        "env_assertions": parts.env_assertions,
+        "tau2_actions": parts.tau2_actions,
+        "tau2_communicate": parts.tau2_communicate,
     }
     return {name: value if value is not None and value >= 0 else None for name, value in values.items()}
 

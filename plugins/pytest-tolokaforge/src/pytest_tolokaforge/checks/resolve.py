@@ -1,5 +1,7 @@
 """``resolve``: every golden action resolves to a tool the runner registers for the agent.
 
+A user-side golden action (``executor: user``) is left to the runner's own resolution and noted.
+
 The rule is the protocol's (docs/grading.md#step-4-resolve-golden-action-names): the exact name, or the single registered name ending in
 ``_<name>``. A resolved action's arguments must also satisfy that tool's schema, or the replay would be
 refused INVALID_ARGUMENTS and grade against a state nobody meant.
@@ -37,8 +39,12 @@ async def check(ctx: TaskContext) -> list[str]:
     names = [tool.name for tool in tools]
     schemas = {tool.name: tool.parameters_json for tool in tools}
     problems: list[str] = []
+    notes: list[str] = []
     for index, action in enumerate(actions):
         where = f"golden_actions[{index}] {action.tool_name!r}"
+        if action.executor != "agent":
+            notes.append(f"{where} is a {action.executor}-side step: the runner resolves it when grading")
+            continue
         resolved, candidates = resolve_name(action.tool_name, names)
         if resolved is None:
             problems.append(
@@ -54,7 +60,7 @@ async def check(ctx: TaskContext) -> list[str]:
             problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
             "\n".join([*problems, registered]),
         )
-    return []
+    return notes
 
 
 def _argument_problems(where: str, tool: str, parameters_json: str, arguments: dict[str, Any]) -> list[str]:

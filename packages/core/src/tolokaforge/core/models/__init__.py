@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._base import SpecModel, describe_validation_error
+from .conversation import ConversationRules
 from .grading import (
     COMPONENT_NAMES,
     FILE_CHECK_OPERATORS,
@@ -11,12 +12,17 @@ from .grading import (
     CommunicateInfo,
     ComponentName,
     CustomChecksConfig,
+    EnvAssertion,
+    EnvAssertionsConfig,
     FileCheck,
     GoldenAction,
     GradingConfig,
     JsonPathCheck,
     RequiredAction,
     StateChecksConfig,
+    Tau2Action,
+    Tau2ActionsConfig,
+    Tau2CommunicateConfig,
     ToolExpectation,
     TranscriptRulesConfig,
 )
@@ -56,8 +62,11 @@ __all__ = [
     "CombineMethod",
     "CommunicateInfo",
     "ComponentName",
+    "ConversationRules",
     "Criterion",
     "CustomChecksConfig",
+    "EnvAssertion",
+    "EnvAssertionsConfig",
     "FileCheck",
     "GoldenAction",
     "GradingConfig",
@@ -74,6 +83,9 @@ __all__ = [
     "StateChecksConfig",
     "TableSchemaSpec",
     "TaskDescription",
+    "Tau2Action",
+    "Tau2ActionsConfig",
+    "Tau2CommunicateConfig",
     "ToolCode",
     "ToolDescription",
     "ToolExpectation",

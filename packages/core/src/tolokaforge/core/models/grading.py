@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from ..termination import TerminationReason
 from ._base import SpecModel
 from .judge import LLMJudgeConfig
 from .trace_rules import TraceChecksConfig
@@ -23,24 +24,41 @@ __all__ = [
     "CommunicateInfo",
     "ComponentName",
     "CustomChecksConfig",
+    "EnvAssertion",
+    "EnvAssertionsConfig",
     "FileCheck",
     "GoldenAction",
     "GradingConfig",
     "JsonPathCheck",
     "RequiredAction",
     "StateChecksConfig",
+    "Tau2Action",
+    "Tau2ActionsConfig",
+    "Tau2CommunicateConfig",
     "ToolExpectation",
     "TranscriptRulesConfig",
 ]
 
 CombineMethod = Literal["weighted", "all", "any"]
-ComponentName = Literal["state_checks", "transcript_rules", "llm_judge", "custom_checks", "trace_checks"]
+ComponentName = Literal[
+    "state_checks",
+    "transcript_rules",
+    "llm_judge",
+    "custom_checks",
+    "trace_checks",
+    "env_assertions",
+    "tau2_actions",
+    "tau2_communicate",
+]
 COMPONENT_NAMES: tuple[ComponentName, ...] = (
     "state_checks",
     "transcript_rules",
     "llm_judge",
     "custom_checks",
     "trace_checks",
+    "env_assertions",
+    "tau2_actions",
+    "tau2_communicate",
 )
 
 JSONPATH_OPERATORS = (
@@ -59,10 +77,12 @@ JSONPATH_OPERATORS = (
 
 
 class GoldenAction(SpecModel):
-    """One step of the golden path (grading.yaml: state_checks.hash.golden_actions[] {name, kwargs})."""
+    """One step of the golden path (grading.yaml: state_checks.hash.golden_actions[] {name, kwargs, executor})."""
 
     tool_name: str
     arguments: dict[str, Any] = {}
+    executor: Literal["agent", "user"] = "agent"
+    """Whose tools the replay calls it with: the agent's, or the simulated user's (a device-side step)."""
 
 
 class JsonPathCheck(SpecModel):
@@ -154,6 +174,11 @@ class StateChecksConfig(SpecModel):
     """state_checks.jsonpaths"""
     files: list[FileCheck] = []
     """state_checks.jsonpaths[] with path_glob, and state_checks.files: checks over workspace files."""
+    golden_errors: Literal["fail", "keep"] = "fail"
+    """state_checks.hash.golden_errors: "fail" -- a golden action that does not succeed fails grading
+    (the golden path is broken); "keep" -- a golden action the tool itself answers with an error is a
+    step of the golden path as written (its committed changes stay), and the replay goes on. A call
+    that times out, crashes, names no tool or has invalid arguments fails grading either way."""
 
 
 class RequiredAction(SpecModel):
@@ -207,6 +232,57 @@ class CustomChecksConfig(SpecModel):
     """custom_checks.relative_imports: folders the checks file imports from (put on its sys.path)."""
 
 
+class Tau2Action(SpecModel):
+    """An action the trial must contain, matched by τ²-bench's rule (grading.yaml: tau2_actions[]).
+
+    A recorded call matches when it names exactly this tool and the two argument objects agree on
+    the compared keys by Python equality. The compared keys are ``compare_args``; when that is None,
+    the keys of the *call's* arguments (so an argument the action lists but the call left out is not
+    compared, and one the call added is). No compared key at all matches any call of the tool.
+    """
+
+    action_id: str = ""
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] = {}
+    compare_args: list[str] | None = None
+
+
+class Tau2ActionsConfig(SpecModel):
+    """grading.yaml: tau2_actions. Scores 1 when every action matches some recorded call, else 0."""
+
+    actions: list[Tau2Action]
+
+
+class Tau2CommunicateConfig(SpecModel):
+    """grading.yaml: tau2_communicate. Scores 1 when every string was said, by τ²-bench's rule:
+    found, ignoring case, in one assistant message with its commas removed. An empty list scores 1."""
+
+    info: list[str]
+
+
+class EnvAssertion(SpecModel):
+    """One assertion on the trial's final state (grading.yaml: env_assertions[]).
+
+    The runner calls ``tool_name`` with ``arguments`` through the ``executor``'s tools, reads the
+    output as JSON and compares it with ``expected`` by JSON equality (``true`` is not ``1``). The
+    tool is usually a hidden one (never offered to the model).
+    """
+
+    tool_name: str = Field(min_length=1)
+    arguments: dict[str, Any] = {}
+    executor: Literal["agent", "user"] = "agent"
+    expected: Any
+    message: str = ""
+    """What the assertion stands for, named in the grade when it does not hold."""
+
+
+class EnvAssertionsConfig(SpecModel):
+    """grading.yaml: env_assertions. Run in order on a scratch copy of the trial's final state (each
+    sees the previous ones' writes; the trial's state is unchanged afterwards). Scores 1 when all hold."""
+
+    assertions: list[EnvAssertion]
+
+
 class GradingConfig(SpecModel):
     """TaskDescription.grading. ``weights`` defaults to ``{}``: never a share nobody sent."""
 
@@ -219,6 +295,27 @@ class GradingConfig(SpecModel):
     custom_checks: CustomChecksConfig | None = None
     trace_checks: TraceChecksConfig | None = None
     """grading.yaml: trace_checks (docs/trace-checks.md)."""
+    env_assertions: EnvAssertionsConfig | None = None
+    """grading.yaml: env_assertions."""
+    tau2_actions: Tau2ActionsConfig | None = None
+    """grading.yaml: tau2_actions."""
+    tau2_communicate: Tau2CommunicateConfig | None = None
+    """grading.yaml: tau2_communicate."""
+    zero_unless_ended_by: list[str] | None = Field(default=None, min_length=1)
+    """grading.yaml: zero_unless_ended_by. TerminationReason values; a trial whose termination reason
+    is not one of them scores 0 and fails, whatever its components say (they are still computed and
+    reported). None: no such rule."""
+
+    @field_validator("zero_unless_ended_by")
+    @classmethod
+    def _known_endings(cls, endings: list[str] | None) -> list[str] | None:
+        known = [reason.value for reason in TerminationReason]
+        unknown = [ending for ending in endings or [] if ending not in known]
+        if unknown:
+            raise ValueError(
+                f"names no termination reason: {', '.join(map(repr, unknown))} (known: {', '.join(known)})"
+            )
+        return endings
 
     @classmethod
     def not_configured(cls) -> GradingConfig:

@@ -11,6 +11,7 @@ from typing import Any, Literal, cast
 from pydantic import Field, field_validator, model_validator
 
 from ._base import SpecModel
+from .conversation import ConversationRules
 from .grading import GradingConfig
 from .trace_rules import trace_check_tool_problems
 
@@ -50,6 +51,13 @@ class ToolDescription(SpecModel):
     source: ToolSource
     category: Literal["read", "write", "compute"] | None = None
     timeout_s: float | None = Field(default=None, gt=0)
+    validate_arguments: bool = True
+    """False: the runner does not check a call's arguments against ``parameters``; any JSON object is
+    passed to the tool as is (the tool's own refusal, e.g. Python's TypeError, is then the answer)."""
+    hidden: bool = False
+    """True: registered and callable by the runner itself (initialization actions, golden replay,
+    grading), but never offered: RegisterTrial lists it in no tool schema, and ExecuteTool naming it
+    answers TOOL_NOT_FOUND exactly as for a tool that does not exist."""
 
 
 class ToolCode(SpecModel):
@@ -177,6 +185,9 @@ class UserSimulatorConfig(SpecModel):
     persona: str = ""
     backstory: str = ""
     scripted_flow: list[dict[str, Any]] = []
+    system_prompt: str = ""
+    """The LLM user's whole system prompt, given by the pack (τ²: its guidelines and the scenario). Set, the
+    LLM user uses it verbatim instead of building one from the persona and backstory."""
 
 
 class TaskDescription(SpecModel):
@@ -201,6 +212,8 @@ class TaskDescription(SpecModel):
     user_simulator: UserSimulatorConfig | None = None
     policies: dict[str, Any] = {}
     golden_response: str | None = None
+    conversation: ConversationRules | None = None
+    """How the conversation runs (docs/conversation.md); None: the harness's own loop, as it always ran."""
 
     @model_validator(mode="after")
     def _tool_names_unique_per_actor(self) -> TaskDescription:

@@ -1,4 +1,4 @@
-"""``tolokaforge``: the command group. One module per command (run, validate, report/view, init).
+"""``tolokaforge``: the command group. One module per command (run, validate, report/view, init, export).
 
 Every option is also an environment variable, ``TOLOKAFORGE_<OPTION>`` (shown in ``--help``; the rule
 is ``tolokaforge.core.settings.env_var``). A usage error or a prerequisite failure — a bad option, a
@@ -15,6 +15,7 @@ import click
 
 from ..errors import HostError
 from ..exit_status import EXIT_INTERRUPTED, EXIT_USAGE
+from .export_command import export_command
 from .init_command import init_command
 from .report_command import report_command, view_command
 from .run_command import run_command
@@ -33,6 +34,7 @@ cli.add_command(validate_command)
 cli.add_command(report_command)
 cli.add_command(view_command)
 cli.add_command(init_command)
+cli.add_command(export_command)
 
 
 def _fail(message: str) -> None:

@@ -43,7 +43,13 @@ __all__ = ["LLMOptions", "judge_model_config", "run_command"]
     "pack_path",
     required=True,
     type=click.Path(path_type=Path),
-    help="The pack root, or its tasks/ folder.",
+    help="The pack root, or its tasks/ folder; or tau2:<domain> (airline, retail, telecom, mock: docs/tau2.md).",
+)
+@option(
+    "--split",
+    default=None,
+    metavar="NAME",
+    help="With --pack tau2:<domain>: τ²'s task split (base, train, test, full; telecom also small) [default: base].",
 )
 @option(
     "--agent", type=click.Choice(["golden", "scripted", "llm"]), default="golden", help="Who plays the agent."
@@ -185,7 +191,7 @@ __all__ = ["LLMOptions", "judge_model_config", "run_command"]
 @click.pass_context
 def run_command(ctx: click.Context, **params: Any) -> int:
     """Run every task of a pack (or --task ones), grade every trial, write results and a summary."""
-    pack = load_pack(params["pack_path"])
+    pack = load_pack(params["pack_path"], split=params["split"])
     output: Path | None = params["output"]
     if output is None:
         if params["resume"]:

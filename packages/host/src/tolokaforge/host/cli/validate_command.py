@@ -20,12 +20,18 @@ __all__ = ["validate_command"]
     "pack_path",
     required=True,
     type=click.Path(path_type=Path),
-    help="The pack root, or its tasks/ folder.",
+    help="The pack root, or its tasks/ folder; or tau2:<domain> (airline, retail, telecom, mock: docs/tau2.md).",
 )
-def validate_command(pack_path: Path) -> None:
+@option(
+    "--split",
+    default=None,
+    metavar="NAME",
+    help="With --pack tau2:<domain>: τ²'s task split (base, train, test, full; telecom also small) [default: base].",
+)
+def validate_command(pack_path: Path, split: str | None) -> None:
     """Check a pack: every file, key, referenced file and tool, all problems in one report."""
     try:
-        pack = load_pack(pack_path)
+        pack = load_pack(pack_path, split=split)
     except PackLoadError as error:
         for problem in error.problems:
             click.echo(str(problem))

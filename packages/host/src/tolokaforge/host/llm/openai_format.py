@@ -3,6 +3,12 @@
 The agent sees the transcript as is. The simulated user sees it mirrored: the agent's words arrive
 as ``user`` messages and its own as ``assistant``; the agent's tool traffic is not the user's to see,
 only the user's own tool calls and their results are.
+
+``text_or_calls`` (a task with conversation rules) reads the transcript as τ²-bench routes it: a message
+that called tools went to the tools, not to the other party, so the other party never sees it, text
+included -- the user does not see an assistant turn that called tools (τ²'s ``UserState.flip_roles``
+gets only the agent's text messages), the agent does not see a user turn that called tools (τ²'s
+``is_valid_agent_history_message``). Each side still sees its own such turns and their results.
 """
 
 from __future__ import annotations
@@ -51,13 +57,14 @@ def _calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
     ]
 
 
-def agent_view(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def agent_view(messages: Sequence[Message], *, text_or_calls: bool = False) -> list[dict[str, Any]]:
     view: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, SystemMessage):
             view.append({"role": "system", "content": message.content})
         elif isinstance(message, UserMessage):
-            view.append({"role": "user", "content": message.content})
+            if not (text_or_calls and message.tool_calls):
+                view.append({"role": "user", "content": message.content})
         elif isinstance(message, AssistantMessage):
             entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
             if message.tool_calls:
@@ -70,12 +77,15 @@ def agent_view(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return [entry for entry in view if entry["role"] != "tool" or entry["tool_call_id"] in agent_ids]
 
 
-def user_view(messages: Sequence[Message], system_prompt: str) -> list[dict[str, Any]]:
+def user_view(
+    messages: Sequence[Message], system_prompt: str, *, text_or_calls: bool = False
+) -> list[dict[str, Any]]:
     view: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
     user_ids: set[str] = set()
     for message in messages:
-        if isinstance(message, AssistantMessage) and message.content:
-            view.append({"role": "user", "content": message.content})
+        if isinstance(message, AssistantMessage):
+            if message.content and not (text_or_calls and message.tool_calls):
+                view.append({"role": "user", "content": message.content})
         elif isinstance(message, UserMessage):
             entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
             if message.tool_calls:

@@ -18,9 +18,12 @@ from tolokaforge.core.models import (
     CombineMethod,
     CommunicateInfo,
     ComponentName,
+    EnvAssertionsConfig,
     InitializationAction,
     LLMJudgeConfig,
     RequiredAction,
+    Tau2ActionsConfig,
+    Tau2CommunicateConfig,
     ToolExpectation,
     TraceChecksConfig,
     UnstableField,
@@ -69,6 +72,8 @@ class GoldenActionFile(_Strict):
 
     name: str = Field(min_length=1)
     kwargs: dict[str, Any] = {}
+    executor: Literal["agent", "user"] = "agent"
+    """Whose tools replay it: the agent's (default) or the simulated user's."""
 
 
 class HashFile(_Strict):
@@ -77,6 +82,8 @@ class HashFile(_Strict):
     description: str = ""
     """Public style: what the hash check stands for, for the pack's readers (the grade names the verdict)."""
     golden_actions: list[GoldenActionFile] = []
+    golden_errors: Literal["fail", "keep"] = "fail"
+    """keep: a golden action the tool answers with its own error stays a step of the golden path."""
     expected_state_hash: str | None = None
     """Public style; refused (a literal digest of another hash algorithm grades nothing here)."""
 
@@ -167,6 +174,11 @@ class GradingFile(_Strict):
     llm_judge: LLMJudgeConfig | None = None
     custom_checks: CustomChecksFile | None = None
     trace_checks: TraceChecksConfig | None = None
+    env_assertions: EnvAssertionsConfig | None = None
+    tau2_actions: Tau2ActionsConfig | None = None
+    tau2_communicate: Tau2CommunicateConfig | None = None
+    zero_unless_ended_by: list[str] | None = None
+    """TerminationReason values (checked by GradingConfig)."""
 
 
 class FileCopyFile(BaseModel):

@@ -1,7 +1,8 @@
 """Stage four of loading a task: grading.yaml (either style) -> the runner-form GradingConfig.
 
 Renames: ``combine.method`` -> ``combine_method``, ``hash.enabled`` -> ``hash_enabled``, ``hash.weight``
--> ``hash_weight``, golden actions ``{name, kwargs}`` -> ``{tool_name, arguments}``. Public-style forms
+-> ``hash_weight``, ``hash.golden_errors`` -> ``golden_errors``, golden actions ``{name, kwargs,
+executor}`` -> ``{tool_name, arguments, executor}``. Public-style forms
 are rewritten to ours (``op``/``expected`` -> the operator key, ``reason`` -> ``description``,
 ``must_contain_phrases`` -> ``must_contain``, the ``tool_expectations`` mapping -> call bounds). What
 has no meaning here is refused naming the key and why. The shapes the grader would refuse at grade
@@ -67,6 +68,10 @@ def to_grading_config(
             llm_judge=grading.llm_judge,
             custom_checks=custom,
             trace_checks=grading.trace_checks,
+            env_assertions=grading.env_assertions,
+            tau2_actions=grading.tau2_actions,
+            tau2_communicate=grading.tau2_communicate,
+            zero_unless_ended_by=grading.zero_unless_ended_by,
         )
     except ValidationError as error:
         log.add_validation_error(error, file)
@@ -118,9 +123,10 @@ def _state_checks(
         hash_enabled=hash_enabled,
         hash_weight=hash_block.weight if hash_block is not None else None,
         golden_actions=[
-            GoldenAction(tool_name=action.name, arguments=action.kwargs)
+            GoldenAction(tool_name=action.name, arguments=action.kwargs, executor=action.executor)
             for action in (hash_block.golden_actions if hash_block is not None else [])
         ],
+        golden_errors=hash_block.golden_errors if hash_block is not None else "fail",
         jsonpaths=checks,
         files=files,
     )
@@ -319,6 +325,15 @@ def _weights_cover_components(log: ProblemLog, grading: GradingFile, file: Path)
         scored.append("custom_checks")
     if grading.trace_checks is not None:
         scored.append("trace_checks")
+    scored += [
+        name
+        for name, block in (
+            ("env_assertions", grading.env_assertions),
+            ("tau2_actions", grading.tau2_actions),
+            ("tau2_communicate", grading.tau2_communicate),
+        )
+        if block is not None
+    ]
     for name in scored:
         if name not in grading.combine.weights:
             log.add(

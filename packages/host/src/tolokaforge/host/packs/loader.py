@@ -14,7 +14,6 @@ pass reports everything wrong with a task.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -26,66 +25,15 @@ from tolokaforge.core.models import TaskDescription, ToolCode, ToolDescription, 
 from ..errors import PackLoadError, PackProblem
 from .files import GradingFile, PackFile, TaskFile
 from .grading import to_grading_config
+from .pack import BrokenTask, LoadedTask, Pack, PackReport
 from .problems import ProblemLog
 from .requirements import check_requirements
 from .task_parts import initial_state, policy_text, resolve, text_or_file, user_simulator
+from .tau2 import inspect_tau2_pack, is_tau2_source, load_tau2_pack
 from .tool_module import bundle_files
 from .tool_sources import ToolImporter, module_shaped_tools, python_tools, tool_servers
 
 __all__ = ["BrokenTask", "LoadedTask", "Pack", "PackReport", "inspect_pack", "load_pack", "resolve_pack_root"]
-
-
-@dataclass(frozen=True)
-class LoadedTask:
-    """One task of a pack: the runner's TaskDescription plus where it came from."""
-
-    task: TaskDescription
-    task_file: Path
-
-    @property
-    def task_id(self) -> str:
-        return self.task.task_id
-
-
-@dataclass(frozen=True)
-class Pack:
-    root: Path
-    name: str
-    version: str
-    tasks: tuple[LoadedTask, ...]
-    tool_code: ToolCode | None
-    requires: tuple[str, ...] = ()
-    """pack.yaml ``requires``: the Python distributions the pack's code needs."""
-
-    def task(self, task_id: str) -> LoadedTask:
-        for loaded in self.tasks:
-            if loaded.task_id == task_id:
-                return loaded
-        raise KeyError(task_id)
-
-
-@dataclass(frozen=True)
-class BrokenTask:
-    """A task that did not load: its file, its id (the folder name when task.yaml gives none) and why."""
-
-    task_file: Path
-    task_id: str
-    problems: tuple[PackProblem, ...]
-
-
-@dataclass(frozen=True)
-class PackReport:
-    """What :func:`inspect_pack` found: the loadable part of the pack and every problem, by task."""
-
-    pack: Pack
-    """The pack with only the tasks that loaded."""
-    broken: tuple[BrokenTask, ...]
-    pack_problems: tuple[PackProblem, ...]
-    """Problems of the pack as a whole (pack.yaml, a missing tasks/ folder), not of one task."""
-
-    @property
-    def problems(self) -> tuple[PackProblem, ...]:
-        return self.pack_problems + tuple(p for task in self.broken for p in task.problems)
 
 
 def resolve_pack_root(path: Path) -> Path:
@@ -96,8 +44,15 @@ def resolve_pack_root(path: Path) -> Path:
     return path
 
 
-def load_pack(path: Path) -> Pack:
-    """Load the pack at ``path``; raises PackLoadError naming every problem found."""
+def load_pack(path: Path, *, split: str | None = None) -> Pack:
+    """Load the pack at ``path`` (or ``tau2:<domain>``); raises PackLoadError naming every problem found.
+
+    ``split`` picks a τ² task split (docs/tau2.md); a pack folder has none.
+    """
+    if is_tau2_source(path):
+        return load_tau2_pack(str(path), split=split)
+    if split is not None:
+        raise PackLoadError([PackProblem(path, "--split", "task splits exist only for tau2: packs")])
     report = _inspect(path, _Load(resolve_pack_root(path)))
     if report.problems:
         raise PackLoadError(report.problems)
@@ -110,6 +65,8 @@ def inspect_pack(path: Path, *, check_golden_names: bool = True) -> PackReport:
     ``check_golden_names=False`` leaves golden-action names unchecked here, for a caller that checks
     them against the tools a runner actually registers.
     """
+    if is_tau2_source(path):
+        return inspect_tau2_pack(str(path))
     return _inspect(
         path, _Load(resolve_pack_root(path), per_task=True, check_golden_names=check_golden_names)
     )
@@ -224,7 +181,7 @@ def _load_task(load: _Load, task_file: Path, pack_file: Path, code: ToolCode | N
     if grading_file is not None:
         if load.check_golden_names and not servers:
             # A server's tools are known only once it runs: the runner resolves those names at grading.
-            _check_golden_names(log, grading_file, agent_tools, grading_path)
+            _check_golden_names(log, grading_file, agent_tools, user_tools, grading_path)
         grading = to_grading_config(log, grading_file, file=grading_path, folder=folder, initial_state=state)
     if log.since(mark) or grading is None or state is None or grading_file is None:
         return None
@@ -277,17 +234,28 @@ def _grading_file(load: _Load, value: object, folder: Path, file: Path) -> tuple
 
 
 def _check_golden_names(
-    log: ProblemLog, grading: GradingFile, agent_tools: list[ToolDescription], file: Path
+    log: ProblemLog,
+    grading: GradingFile,
+    agent_tools: list[ToolDescription],
+    user_tools: list[ToolDescription],
+    file: Path,
 ) -> None:
-    """Golden actions must resolve as the runner resolves them: exactly, or by one ``…_<name>`` suffix."""
+    """Golden actions must resolve as the runner resolves them: exactly, or by one ``…_<name>`` suffix.
+
+    Among every tool of the action's executor (the agent's, or the user's), hidden ones included:
+    golden replay is the runner's own caller.
+    """
     hash_block = grading.state_checks.hash if grading.state_checks else None
-    if hash_block is None or not agent_tools:
+    if hash_block is None:
         return
-    names = [tool.name for tool in agent_tools]
+    tools = {"agent": agent_tools, "user": user_tools}
     for index, action in enumerate(hash_block.golden_actions):
+        if not tools[action.executor]:
+            continue  # as before: with no tools of that side known here, the runner judges the name
+        names = [tool.name for tool in tools[action.executor]]
         if action.name not in names and len([n for n in names if n.endswith(f"_{action.name}")]) != 1:
             log.add(
                 file,
                 f"state_checks.hash.golden_actions[{index}].name",
-                f"{action.name!r} is not one of the task's agent tools",
+                f"{action.name!r} is not one of the task's {action.executor} tools",
             )

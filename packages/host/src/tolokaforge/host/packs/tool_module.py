@@ -136,6 +136,8 @@ def _describe(cls: type, package: str, *, holder: tuple[str, str] | None = None)
     category = getattr(cls, "category", None)
     timeout = getattr(cls, "timeout_s", None)
     side = getattr(cls, "side", None)
+    hidden = getattr(cls, "hidden", False)
+    validate_arguments = getattr(cls, "validate_arguments", True)
     description = ToolDescription(
         name=name,
         description=str(function.get("description", "")),
@@ -143,6 +145,8 @@ def _describe(cls: type, package: str, *, holder: tuple[str, str] | None = None)
         source=ToolSource(module_path=module_path, class_name=class_name),
         category=category if category in _CATEGORIES else None,
         timeout_s=float(timeout) if isinstance(timeout, int | float) and timeout > 0 else None,
+        hidden=hidden is True,
+        validate_arguments=validate_arguments is not False,
     )
     return PackTool(description=description, side=str(side) if isinstance(side, str) else None)
 

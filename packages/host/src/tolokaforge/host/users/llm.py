@@ -2,7 +2,10 @@
 
 It is given the persona, the backstory and what it wants (the task's first message and description),
 and may call the user-side tools (its phone, in a dual-control task); the trial loop runs those with
-executor "user".
+executor "user". A pack may give its whole system prompt instead (``user_simulator.system_prompt``,
+τ²'s guidelines and scenario): it is used verbatim. Under the task's conversation rules the user stops
+on the rules' user stop markers and reads the conversation as τ²'s user does (``user_view``,
+``text_or_calls``).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tolokaforge.contracts.runner import ToolSchema
-from tolokaforge.core.models import TaskDescription
+from tolokaforge.core.models import ConversationRules, TaskDescription
 from tolokaforge.core.transcript import Message
 
 from ..llm.chat import ChatClient
@@ -24,6 +27,8 @@ __all__ = ["LLMUser", "LLMUserFactory", "user_system_prompt"]
 
 def user_system_prompt(task: TaskDescription) -> str:
     simulator = task.user_simulator
+    if simulator is not None and simulator.system_prompt:
+        return simulator.system_prompt
     persona = simulator.persona if simulator else ""
     backstory = simulator.backstory if simulator else ""
     return (
@@ -37,17 +42,24 @@ def user_system_prompt(task: TaskDescription) -> str:
 
 
 class LLMUser:
-    def __init__(self, client: ChatClient, system_prompt: str) -> None:
+    def __init__(
+        self, client: ChatClient, system_prompt: str, rules: ConversationRules | None = None
+    ) -> None:
         self._client = client
         self._system = system_prompt
+        self._rules = rules
+
+    def _stops(self, text: str) -> bool:
+        return self._rules.user_stops(text) if self._rules is not None else STOP_MARKER in text
 
     async def next_turn(self, messages: Sequence[Message], tools: Sequence[ToolSchema]) -> UserTurn:
-        result = await self._client.complete(user_view(messages, self._system), tool_specs(tools))
+        view = user_view(messages, self._system, text_or_calls=self._rules is not None)
+        result = await self._client.complete(view, tool_specs(tools))
         content = result.message.get("content")
         text = content if isinstance(content, str) else ""
         calls = proposed_calls(result.message)
         return UserTurn(
-            content=text, tool_calls=calls, stop=STOP_MARKER in text and not calls, usage=result.usage
+            content=text, tool_calls=calls, stop=self._stops(text) and not calls, usage=result.usage
         )
 
 
@@ -56,4 +68,4 @@ class LLMUserFactory:
     client: ChatClient
 
     def for_trial(self, task: TaskDescription) -> LLMUser:
-        return LLMUser(self.client, user_system_prompt(task))
+        return LLMUser(self.client, user_system_prompt(task), task.conversation)

@@ -13,6 +13,7 @@ from ..errors import ConfigError
 from ..turns import UserTurn
 from .base import UserSimulator, UserSimulatorFactory
 from .scripted import ScriptedUserFactory
+from .stand_in import StandInUser
 
 __all__ = ["UserRouter"]
 
@@ -33,9 +34,13 @@ class _Unavailable:
 class UserRouter:
     llm: UserSimulatorFactory | None = None
     scripted: UserSimulatorFactory | None = None
+    stand_in: bool = False
+    """A golden run: an LLM user with no model configured is the stand-in user (stand_in.py)."""
 
     def for_trial(self, task: TaskDescription) -> UserSimulator:
         mode = task.user_simulator.mode if task.user_simulator else "scripted"
         if mode == "llm":
-            return self.llm.for_trial(task) if self.llm is not None else _Unavailable(task.task_id)
+            if self.llm is not None:
+                return self.llm.for_trial(task)
+            return StandInUser() if self.stand_in else _Unavailable(task.task_id)
         return (self.scripted or ScriptedUserFactory()).for_trial(task)

@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ComponentResult", "KeyLedger"]
+__all__ = ["ITEMS", "ComponentResult", "ItemResult", "KeyLedger"]
+
+ITEMS = "items"
+"""The ComponentResult.extra key of a list-shaped component's rows (Grade.component_items)."""
 
 
 @dataclass
@@ -20,6 +23,20 @@ class ComponentResult:
     """Extra lines for Grade.reasons: recorded skips and unconsulted settings."""
     extra: dict[str, Any] = field(default_factory=lambda: {})
     """Component-specific payload for the Grade (state diff, custom check rows)."""
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """One item of a list-shaped component (an env assertion, a τ² action, a τ² communicate string)."""
+
+    component: str
+    index: int
+    """The item's position in the component's list."""
+    label: str
+    met: bool
+    message: str = ""
+    details: dict[str, Any] = field(default_factory=lambda: {})
+    """Evidence as JSON: the matching call, the message that said it, the value an assertion got."""
 
 
 class KeyLedger:

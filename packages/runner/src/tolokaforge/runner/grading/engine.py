@@ -2,7 +2,9 @@
 
 The order is the protocol's: decode and join the timeline (an unreadable or contradictory payload
 fails before anything else), refuse what cannot be graded as authored, resolve golden-action names
-(before any write), then the components, the accounted-keys ledger and the fold. A failure anywhere
+(before any write), then the components -- what reads the state as the agent left it (file checks,
+env assertions) before the golden replay -- the accounted-keys ledger, the fold, and last the task's
+``zero_unless_ended_by`` rule. A failure anywhere
 raises a GradingFailure carrying the error-table message (service.py answers success=false with it);
 a grade is never approximated.
 """
@@ -14,12 +16,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tolokaforge.contracts.runner import Grade, GradeComponents, GradeTrialRequest, JudgeStatus
+from tolokaforge.contracts.runner import (
+    ComponentItemResult,
+    Grade,
+    GradeComponents,
+    GradeTrialRequest,
+    JudgeStatus,
+)
 from tolokaforge.core.errors import UnknownTerminationReasonError
 from tolokaforge.core.models import COMPONENT_NAMES, GradingConfig
 from tolokaforge.core.termination import TerminationReason, parse_termination_reason
 from tolokaforge.core.transcript.messages import Message
-from tolokaforge.core.transcript.timeline import NO_EVENTS_SKIP_REASON, build_trial_timeline
+from tolokaforge.core.transcript.timeline import NO_EVENTS_SKIP_REASON, TrialTimeline, build_trial_timeline
 from tolokaforge.core.transcript.wire import (
     decode_transcript_wire,
     encode_transcript_wire,
@@ -35,8 +43,9 @@ from ..errors import (
 )
 from ..executor import ToolExecutor
 from ..trial import TrialContext
-from .component import ComponentResult, KeyLedger
+from .component import ITEMS, ComponentResult, ItemResult, KeyLedger
 from .custom_checks import CheckEvidence, run_custom_checks
+from .env_assertions import evaluate_env_assertions
 from .file_checks import evaluate_file_checks
 from .fold import fold
 from .golden import resolve_golden_action_names
@@ -45,6 +54,7 @@ from .jsonpath_checks import evaluate_jsonpaths
 from .judge import JudgeOutcome, judge_trial
 from .ledger import check_ledger, populated_scored_keys
 from .preflight import check_gradeable_as_authored
+from .tau2_rules import evaluate_tau2_actions, evaluate_tau2_communicate
 from .trace import TRACE_GATE_FAILED, evaluate_trace_checks
 from .transcript_rules import evaluate_transcript_rules
 
@@ -88,19 +98,37 @@ async def _grade(
     resolved: list[str] = []
     if state_checks is not None and state_checks.hash_enabled and "state_checks" in requested:
         try:
-            resolved = resolve_golden_action_names(state_checks.golden_actions, trial.agent_tools.names())
+            resolved = resolve_golden_action_names(
+                state_checks.golden_actions,
+                trial.agent_tools.names(),
+                user_registered=trial.user_tools.names(),
+            )
         except UnresolvableGoldenAction as error:
             raise HashGradingFailed(f"UnresolvableGoldenAction: {error}") from error
 
     results: list[ComponentResult] = []
     state_diff: dict[str, Any] | None = None
+    # The order matters: file checks read the workspace, and env assertions the state, as the agent left
+    # them, before the golden replay (which may write both) runs.
+    files = await _file_checks(trial, config, ledger) if "state_checks" in requested else None
+    env_assertions = await _env_assertions(trial, executor, config, requested, ledger)
     if "state_checks" in requested:
-        state_result = await _state_checks(trial, executor, config, resolved, ledger)
+        state_result = await _state_checks(trial, executor, config, resolved, ledger, files)
         if state_result is not None:
             results.append(state_result)
             state_diff = state_result.extra.get("state_diff")
     else:
         _skip_unrequested(ledger, config, "state_checks")
+    if env_assertions is not None:
+        results.append(env_assertions)
+    results += _tau2_checks(
+        config,
+        requested,
+        timeline,
+        has_transcript=messages is not None,
+        message_offset=0 if agent_system_prompt is None else 1,
+        ledger=ledger,
+    )
     if config.transcript_rules is not None:
         if "transcript_rules" in requested:
             results.append(evaluate_transcript_rules(config.transcript_rules, timeline, ledger))
@@ -167,6 +195,16 @@ async def _grade(
         passed, score = False, 0.0  # unusable: the host publishes no score for it (docs/judge.md)
     elif judge is not None and judge.gate_failed:
         passed = False  # a required criterion not met fails the trial whatever the fold says
+    ending = config.zero_unless_ended_by
+    if ending is not None and (termination is None or termination.value not in ending):
+        # Declared by the task (τ²-bench scores an episode that did not end as planned 0): the components
+        # above are still reported, only the grade is forced.
+        ended = (
+            f"ended by {termination.value}" if termination is not None else "reported no termination reason"
+        )
+        allowed = " or ".join(ending)
+        reasons.append(f"{ended}; this task scores 0 unless it ends by {allowed}")
+        passed, score = False, 0.0
     return Grade(
         binary_pass=passed,
         score=score,
@@ -176,6 +214,9 @@ async def _grade(
             llm_judge=scores.get("llm_judge", NOT_EVALUATED),
             custom_checks=scores.get("custom_checks", NOT_EVALUATED),
             trace_checks=scores.get("trace_checks"),
+            env_assertions=scores.get("env_assertions"),
+            tau2_actions=scores.get("tau2_actions"),
+            tau2_communicate=scores.get("tau2_communicate"),
         ),
         reasons=" | ".join(reasons),
         state_diff_json=json.dumps(state_diff, default=str) if state_diff else "",
@@ -185,27 +226,97 @@ async def _grade(
         judge_report=judge.report if judge is not None else None,
         trace_checks=trace_extra.get("trace_results", []),
         trace_checks_summary=trace_extra.get("trace_summary"),
+        component_items=[_item_row(item) for r in results for item in r.extra.get(ITEMS, [])],
+    )
+
+
+async def _file_checks(
+    trial: TrialContext, config: GradingConfig, ledger: KeyLedger
+) -> ComponentResult | None:
+    """state_checks.files, read before anything else runs a tool (env assertions, the golden replay)."""
+    if config.state_checks is None or not config.state_checks.files:
+        return None
+    ledger.evaluate("state_checks.files")
+    # Blocking reads of files the trial wrote (bounded, but a slow disk is still slow): off the loop.
+    return await asyncio.to_thread(evaluate_file_checks, config.state_checks.files, trial.workspace)
+
+
+async def _env_assertions(
+    trial: TrialContext, executor: ToolExecutor, config: GradingConfig, requested: set[str], ledger: KeyLedger
+) -> ComponentResult | None:
+    if config.env_assertions is None:
+        return None
+    if "env_assertions" not in requested:
+        _skip_unrequested(ledger, config, "env_assertions")
+        return None
+    ledger.evaluate("env_assertions")
+    return await evaluate_env_assertions(trial, executor, config.env_assertions)
+
+
+def _tau2_checks(
+    config: GradingConfig,
+    requested: set[str],
+    timeline: TrialTimeline,
+    *,
+    has_transcript: bool,
+    message_offset: int,
+    ledger: KeyLedger,
+) -> list[ComponentResult]:
+    results: list[ComponentResult] = []
+    if config.tau2_actions is not None:
+        if "tau2_actions" in requested:
+            ledger.evaluate("tau2_actions")
+            results.append(evaluate_tau2_actions(config.tau2_actions, timeline))
+        else:
+            _skip_unrequested(ledger, config, "tau2_actions")
+    communicate = config.tau2_communicate
+    if communicate is not None:
+        if "tau2_communicate" not in requested:
+            _skip_unrequested(ledger, config, "tau2_communicate")
+        elif communicate.info and not has_transcript:
+            ledger.skip(_NO_TRANSCRIPT_SKIP, "tau2_communicate")  # what the agent said was never sent
+        else:
+            ledger.evaluate("tau2_communicate")
+            results.append(evaluate_tau2_communicate(communicate, timeline, message_offset=message_offset))
+    return results
+
+
+def _item_row(item: ItemResult) -> ComponentItemResult:
+    return ComponentItemResult(
+        component=item.component,
+        index=item.index,
+        label=item.label,
+        met=item.met,
+        message=item.message,
+        details_json=json.dumps(item.details, default=str) if item.details else "",
     )
 
 
 async def _state_checks(
-    trial: TrialContext, executor: ToolExecutor, config: GradingConfig, resolved: list[str], ledger: KeyLedger
+    trial: TrialContext,
+    executor: ToolExecutor,
+    config: GradingConfig,
+    resolved: list[str],
+    ledger: KeyLedger,
+    files: ComponentResult | None,
 ) -> ComponentResult | None:
     """The state_checks component: the hash verdict, the JSONPath score, or their declared blend."""
     state_checks = config.state_checks
     if state_checks is None:
         return None
     parts: list[ComponentResult] = []
-    files: ComponentResult | None = None
-    if state_checks.files:
-        # Before the golden replay, which may write files of its own into this workspace.
-        ledger.evaluate("state_checks.files")
-        # Blocking reads of files the trial wrote (bounded, but a slow disk is still slow): off the loop.
-        files = await asyncio.to_thread(evaluate_file_checks, state_checks.files, trial.workspace)
     if state_checks.hash_enabled:
         ledger.evaluate("state_checks.hash.enabled", "state_checks.hash.golden_actions")
         try:
-            parts.append(await grade_hash(trial, executor, state_checks.golden_actions, resolved))
+            parts.append(
+                await grade_hash(
+                    trial,
+                    executor,
+                    state_checks.golden_actions,
+                    resolved,
+                    golden_errors=state_checks.golden_errors,
+                )
+            )
         except GradingFailure:
             raise
         except Exception as error:

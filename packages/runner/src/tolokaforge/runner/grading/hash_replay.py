@@ -1,21 +1,20 @@
 """Hash grading: replay the golden path on fresh state and compare stable hashes.
 
 snapshot -> reset to the initial state -> replay golden actions through the trial's own tools ->
-stable hash -> restore -> compare with the trial's stable hash (and diff the two states on a mismatch). The snapshot is deleted afterwards,
-so grading the same trial twice finds the store as it left it the first time.
+stable hash -> restore -> compare with the trial's stable hash (and diff the two states on a mismatch).
+The snapshot and the restore are kept_state.py's, so grading the same trial twice finds the store as
+it left it the first time.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.core.models import GoldenAction
 from tolokaforge.core.state_diff import diff_states
-from tolokaforge.db import NotFoundError
 
 from ..errors import HashGradingFailed
 from ..executor import ToolExecutor
@@ -24,6 +23,7 @@ from ..registry import INITIALIZED_SNAPSHOT
 from ..tools.state_sync import push_state
 from ..trial import TrialContext
 from .component import ComponentResult
+from .kept_state import kept_trial_state
 
 __all__ = ["PRE_GOLDEN_SNAPSHOT", "grade_hash"]
 
@@ -31,9 +31,19 @@ PRE_GOLDEN_SNAPSHOT = "tolokaforge.pre_golden"
 
 
 async def grade_hash(
-    trial: TrialContext, executor: ToolExecutor, actions: Sequence[GoldenAction], resolved: Sequence[str]
+    trial: TrialContext,
+    executor: ToolExecutor,
+    actions: Sequence[GoldenAction],
+    resolved: Sequence[str],
+    *,
+    golden_errors: Literal["fail", "keep"] = "fail",
 ) -> ComponentResult:
     """The hash verdict (1.0 match / 0.0 mismatch) with the state diff on a mismatch.
+
+    Each golden action runs through its own executor's tools (``GoldenAction.executor``). A golden
+    call that does not succeed fails grading, unless ``golden_errors`` is "keep" and the tool itself
+    answered the error (a ReportedError, whose changes were committed): that step then stands as
+    written and the replay goes on.
 
     The mirror makes this cost what the trial and the golden path changed: the trial's tables are set
     aside (not copied), the replay starts from the task's shared initial tables (not a reload), and a
@@ -51,14 +61,9 @@ async def grade_hash(
     async with trial.lock:
         await trial.mirror.refresh()
         trial_hashes = await client.get_hashes(trial_id)
-        # A snapshot left by a grading that died half-way would make create() answer 409.
-        with contextlib.suppress(NotFoundError):
-            await client.delete_snapshot(trial_id, PRE_GOLDEN_SNAPSHOT)
-        snapshot_version = await client.create_snapshot(trial_id, PRE_GOLDEN_SNAPSHOT)
-        saved = trial.mirror.set_aside() if snapshot_version == trial.mirror.version else None
         golden_state: Mapping[str, Any] | None = None
         golden_from_mirror = False
-        try:
+        async with kept_trial_state(trial, PRE_GOLDEN_SNAPSHOT) as kept:
             if trial.has_initialized_snapshot:
                 start = await client.restore_snapshot(trial_id, INITIALIZED_SNAPSHOT)
             else:
@@ -71,12 +76,15 @@ async def grade_hash(
                     call_id=f"golden-{index}",
                     tool_name=name,
                     arguments_json=json.dumps(action.arguments),
-                    executor="agent",
+                    executor=action.executor,
                     record=False,
                 )
-                if outcome.status != ExecutionStatus.SUCCESS:
-                    why = outcome.failure.message if outcome.failure else outcome.status.name
-                    raise HashGradingFailed(f"golden action [{index}] {name} failed to replay: {why}")
+                if outcome.status == ExecutionStatus.SUCCESS or (
+                    golden_errors == "keep" and outcome.reported
+                ):
+                    continue
+                why = outcome.failure.message if outcome.failure else outcome.status.name
+                raise HashGradingFailed(f"golden action [{index}] {name} failed to replay: {why}")
             golden = await client.get_hashes(trial_id)
             in_step = golden.version == trial.mirror.version and not trial.mirror.stale
             golden_tables = trial.mirror.share() if in_step else None
@@ -88,16 +96,9 @@ async def grade_hash(
                     golden_state, golden_from_mirror = golden_tables, True
                 else:
                     golden_state = (await client.get_state(trial_id)).tables
-        finally:
-            restored = await client.restore_snapshot(trial_id, PRE_GOLDEN_SNAPSHOT)
-            await client.delete_snapshot(trial_id, PRE_GOLDEN_SNAPSHOT)
-            if saved is None:
-                await trial.mirror.reload()
-            else:
-                trial.mirror.put_back(saved, restored.version)
-            await push_state(trial.sources, trial.mirror.tables)
         if golden_state is None:
             return ComponentResult("hash", 1.0, "State: hash match")
+        saved = kept.saved
         shared = saved is not None and golden_from_mirror
         trial_state = trial.mirror.share() if saved is not None else (await client.get_state(trial_id)).tables
     return _mismatch(trial, golden_state, trial_state, trial.start_tables if shared else None)

@@ -1,8 +1,9 @@
 """The accounted-keys ledger: every populated scored key must be evaluated or skipped with a reason.
 
 A key that no evaluator accounts for would contribute nothing while the trial still got a grade, so
-the RPC fails naming it and the evaluator it expects. Shape keys (how other checks behave) and
-``combine.*`` (the aggregation itself) are not scored keys.
+the RPC fails naming it and the evaluator it expects. Shape keys (how other checks behave, such as
+``state_checks.hash.golden_errors``), ``combine.*`` (the aggregation itself) and
+``zero_unless_ended_by`` (applied to the folded grade) are not scored keys.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ _EVALUATORS = {
     "custom_checks": "custom checks (grading/custom_checks.py)",
     "llm_judge": "the rubric judge (grading/judge/)",
     "trace_checks": "trace checks (grading/trace/)",
+    "env_assertions": "env assertions (grading/env_assertions.py)",
+    "tau2_actions": "τ² action checks (grading/tau2_rules.py)",
+    "tau2_communicate": "τ² communicate checks (grading/tau2_rules.py)",
 }
 
 
@@ -48,6 +52,13 @@ def populated_scored_keys(config: GradingConfig) -> list[str]:
         keys.append("custom_checks")
     if config.trace_checks is not None:
         keys.extend(populated_trace_keys(config.trace_checks))
+    # Each scores even when empty (an empty list is τ²-bench's 1), so the block's presence populates it.
+    blocks = {
+        "env_assertions": config.env_assertions,
+        "tau2_actions": config.tau2_actions,
+        "tau2_communicate": config.tau2_communicate,
+    }
+    keys.extend(name for name, block in blocks.items() if block is not None)
     return keys
 
 

@@ -13,6 +13,7 @@ from jsonschema.exceptions import SchemaError
 
 from tolokaforge.contracts.runner import ToolSchema
 from tolokaforge.core.models import ToolDescription
+from tolokaforge.core.tool_result import ReportedError
 
 from ..errors import ToolLoadError
 from .arguments import ArgumentCheck
@@ -21,7 +22,8 @@ __all__ = ["Tool", "ToolRegistry", "compile_parameters"]
 
 
 class Tool(Protocol):
-    """A callable tool. ``invoke`` runs on a worker thread with the trial's tables as ``data``."""
+    """A callable tool. ``invoke`` runs on a worker thread with the trial's tables as ``data``; it
+    answers the text the model reads, or the error the tool reports itself (its changes stand)."""
 
     @property
     def description(self) -> ToolDescription: ...
@@ -29,7 +31,7 @@ class Tool(Protocol):
     @property
     def validator(self) -> ArgumentCheck: ...
 
-    def invoke(self, data: dict[str, Any], arguments: Mapping[str, Any]) -> str: ...
+    def invoke(self, data: dict[str, Any], arguments: Mapping[str, Any]) -> str | ReportedError: ...
 
 
 def compile_parameters(description: ToolDescription) -> ArgumentCheck:
@@ -57,7 +59,11 @@ def _compiled(parameters_json: str) -> ArgumentCheck:
 
 @dataclass
 class ToolRegistry:
-    """One actor's tools ("agent" or "user"), in declaration order."""
+    """One actor's tools ("agent" or "user"), in declaration order.
+
+    A hidden tool (``ToolDescription.hidden``) is held like any other, for the runner's own calls, but
+    is never offered: :meth:`schemas` leaves it out, and ``offered_only`` lookups do not find it.
+    """
 
     actor: str
     tools: dict[str, Tool] = field(default_factory=lambda: {})
@@ -68,10 +74,15 @@ class ToolRegistry:
             raise ToolLoadError(f"{self.actor} tool {name!r} is declared twice")
         self.tools[name] = tool
 
-    def get(self, name: str) -> Tool | None:
-        return self.tools.get(name)
+    def get(self, name: str, *, offered_only: bool = False) -> Tool | None:
+        tool = self.tools.get(name)
+        if tool is not None and offered_only and tool.description.hidden:
+            return None
+        return tool
 
-    def names(self) -> list[str]:
+    def names(self, *, offered_only: bool = False) -> list[str]:
+        if offered_only:
+            return [name for name, tool in self.tools.items() if not tool.description.hidden]
         return list(self.tools)
 
     def __iter__(self) -> Iterator[Tool]:
@@ -90,4 +101,5 @@ class ToolRegistry:
                 timeout_s=tool.description.timeout_s or 0.0,
             )
             for tool in self
+            if not tool.description.hidden
         ]

@@ -14,16 +14,27 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from tolokaforge.core.models import ToolDescription
+from tolokaforge.core.tool_result import ReportedError
 
 from ..code_loader import CodeBundle
 from ..errors import ToolLoadError
 from .arguments import ArgumentCheck
 from .base import compile_parameters
 
-__all__ = ["PythonTool", "WorkerTool", "load_python_tool", "worker_tool"]
+__all__ = ["Finished", "PythonTool", "WorkerTool", "load_python_tool", "worker_tool"]
+
+
+class Finished(NamedTuple):
+    """A python tool call that returned inside its budget, its changes committed."""
+
+    output: str
+    """What the model reads; "" when the tool reported an error."""
+    changes: list[dict[str, Any]]
+    reported: str | None = None
+    """The message of the error the tool reported (it returned a ReportedError), else None."""
 
 
 @dataclass(frozen=True)
@@ -32,9 +43,9 @@ class PythonTool:
     validator: ArgumentCheck
     target: Any  # the tool class; its ``invoke`` is a static method
 
-    def invoke(self, data: dict[str, Any], arguments: Mapping[str, Any]) -> str:
+    def invoke(self, data: dict[str, Any], arguments: Mapping[str, Any]) -> str | ReportedError:
         result = self.target.invoke(data, **arguments)
-        if isinstance(result, str):
+        if isinstance(result, str | ReportedError):
             return result
         # Tau tools return text; a tool returning JSON-able data is shown as JSON rather than repr().
         return json.dumps(result, default=str)

@@ -7,7 +7,9 @@ protocol onto private descriptors (so a tool that prints cannot corrupt it: fd 1
 tools and answers ``hello`` with what holds and what failed to load. Each ``call`` frame runs one
 tool on copy-on-write views of its tables, exactly as the trusted path does in the runner, and
 answers with the output and the changes; it applies them locally after answering (the runner
-commits them to the store, or discards this worker if it cannot). Anything the tool raises --
+commits them to the store, or discards this worker if it cannot). A tool that returns a
+``tolokaforge.core.tool_result.ReportedError`` is answered the same way, with its message as
+``reported_error`` and an empty output: its changes stand. Anything the tool raises --
 ``SystemExit``, ``KeyboardInterrupt`` and other ``BaseException`` included -- fails that call only.
 """
 
@@ -26,6 +28,10 @@ from typing import Any, cast
 from tolokaforge.runner.process.sandbox import confine
 
 from .frames import encode_reply, read_request, write_frame
+
+_TOOL_RESULT = "tolokaforge.core.tool_result"
+"""Where ReportedError lives. Looked up in ``sys.modules``, never imported here: a tool can only have
+returned one if its code imported that module, and every other worker is spared the import."""
 
 
 def _private_pipes() -> tuple[int, int]:
@@ -74,6 +80,14 @@ def import_tools(
         else:
             loaded[key] = target
     return loaded, problems
+
+
+def _reported_message(result: Any) -> str | None:
+    """The message of the error the tool reported, when ``result`` is a ReportedError."""
+    module = sys.modules.get(_TOOL_RESULT)
+    if module is not None and isinstance(result, module.ReportedError):
+        return cast(str, result.message)
+    return None
 
 
 def _failure(error: BaseException) -> dict[str, Any]:
@@ -132,9 +146,15 @@ def serve(
         changes: list[dict[str, Any]] | None = None
         try:
             result = tools[key].invoke(data, **arguments)
-            output = result if isinstance(result, str) else json.dumps(result, default=str)
+            reported = _reported_message(result)
+            if reported is not None:
+                output = ""
+            else:
+                output = result if isinstance(result, str) else json.dumps(result, default=str)
             changes = data.changes()
             reply: dict[str, Any] = {"ok": True, "output": output, "changes": changes}
+            if reported is not None:  # the tool's own error answer: its changes stand
+                reply["reported_error"] = reported
         except TableShapeError as error:
             reply = {
                 "ok": False,

@@ -6,6 +6,7 @@
 __all__ = (
     "CleanupTrialRequest",
     "CleanupTrialResponse",
+    "ComponentItemResult",
     "CriterionResult",
     "CustomCheckResult",
     "ExecuteToolRequest",
@@ -287,6 +288,45 @@ default_message_pool.register_message("tolokaforge.runner.v1", "CleanupTrialResp
 
 
 @dataclass(eq=False, repr=False)
+class ComponentItemResult(betterproto2.Message):
+    """
+    One item of a list-shaped component: an env assertion, a τ² action or a τ² communicate string.
+    """
+
+    component: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    "env_assertions", "tau2_actions" or "tau2_communicate".
+    """
+
+    index: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
+    """
+    The item's 0-based position in the component's list.
+    """
+
+    label: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    The action's action_id (else its tool name), the string to communicate, or the assertion's
+    message (else its tool name).
+    """
+
+    met: "bool" = betterproto2.field(4, betterproto2.TYPE_BOOL)
+
+    message: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    """
+    What matched, or why the item does not hold.
+    """
+
+    details_json: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+    """
+    Evidence as a JSON object: the matching call's id, the message that said it, the value an
+    assertion expected and got.
+    """
+
+
+default_message_pool.register_message("tolokaforge.runner.v1", "ComponentItemResult", ComponentItemResult)
+
+
+@dataclass(eq=False, repr=False)
 class CriterionResult(betterproto2.Message):
     id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
     """
@@ -402,6 +442,14 @@ class ExecuteToolResponse(betterproto2.Message):
     """
     The classified failure (docs/protocol/tool-providers.md) whenever status is not SUCCESS.
     Additive to the seed contract: the seed's fields keep their numbers.
+    """
+
+    reported_by_tool: "bool" = betterproto2.field(6, betterproto2.TYPE_BOOL)
+    """
+    True when status is ERROR because the tool answered an error itself (a python tool returning
+    tolokaforge.core.tool_result.ReportedError): the call's changes to the tables were committed as
+    a success's are, error_message is the tool's own message (possibly empty), tool_error's category
+    is EXECUTION_FAILED, and the caller shows exactly "Error: " + error_message. False otherwise.
     """
 
 
@@ -526,6 +574,14 @@ class Grade(betterproto2.Message):
     that an absent summary is distinguishable from one reporting that no gate failed.
     """
 
+    component_items: "list[ComponentItemResult]" = betterproto2.field(
+        12, betterproto2.TYPE_MESSAGE, repeated=True
+    )
+    """
+    One row per item of the list-shaped components (env_assertions, tau2_actions,
+    tau2_communicate), in component then item order; empty when none ran.
+    """
+
 
 default_message_pool.register_message("tolokaforge.runner.v1", "Grade", Grade)
 
@@ -556,6 +612,21 @@ class GradeComponents(betterproto2.Message):
     """
     Trace checks score. Explicit presence: a runner predating the field omits it, and proto3
     would otherwise decode that omission as a scored 0.0.
+    """
+
+    env_assertions: "float | None" = betterproto2.field(6, betterproto2.TYPE_DOUBLE, optional=True)
+    """
+    Env assertions score (0 or 1); absent when not evaluated (explicit presence, as trace_checks).
+    """
+
+    tau2_actions: "float | None" = betterproto2.field(7, betterproto2.TYPE_DOUBLE, optional=True)
+    """
+    τ² action checks score (0 or 1); absent when not evaluated.
+    """
+
+    tau2_communicate: "float | None" = betterproto2.field(8, betterproto2.TYPE_DOUBLE, optional=True)
+    """
+    τ² communicate checks score (0 or 1); absent when not evaluated.
     """
 
 

@@ -101,7 +101,7 @@ async def golden_replay(session: ToloSession, task: TaskDescription, *, grade: b
             replay.registered,
             task,
             GoldenAgentFactory().for_trial(task),
-            UserRouter().for_trial(task),
+            UserRouter(stand_in=True).for_trial(task),  # the golden agent needs no user model
             max_turns=task.max_turns or 30,
         )
         replay.episode = episode

@@ -2,7 +2,7 @@
 
 In one trial of the task, per registered tool: arguments its schema rejects -> INVALID_ARGUMENTS with
 category ``invalid_arguments`` (invalid_args.py derives them; a tool whose schema admits no invalid
-input is named in a note); called by the other actor -> TOOL_NOT_FOUND (executor routing). Once per
+input, or that declares ``validate_arguments: false``, is named in a note); called by the other actor -> TOOL_NOT_FOUND (executor routing). Once per
 task: an unknown tool name, for either actor -> TOOL_NOT_FOUND; arguments that are not JSON ->
 INVALID_ARGUMENTS. Every failure must carry a category and a message, and ``unknown`` only with details.
 """
@@ -100,12 +100,24 @@ async def check(ctx: TaskContext) -> list[str]:
             "agent": registered.agent_tools,
             "user": registered.user_tools,
         }
+        task = ctx.loaded.task
+        unchecked = {
+            (side, tool.name)
+            for side, described in (("agent", task.agent_tools), ("user", task.user_tools))
+            for tool in described
+            if not tool.validate_arguments
+        }
         for side, tools in sides.items():
             other = "user" if side == "agent" else "agent"
             other_names = {tool.name for tool in sides[other]}
             for tool in tools:
                 derived = invalid_arguments(json.loads(tool.parameters_json or "{}"))
-                if derived is None:
+                if (side, tool.name) in unchecked:
+                    notes.append(
+                        f"{side} tool {tool.name!r} declares validate_arguments: false (it answers "
+                        "schema-invalid input itself), so INVALID_ARGUMENTS was not expected of it"
+                    )
+                elif derived is None:
                     notes.append(
                         f"{side} tool {tool.name!r}: no schema-invalid input can be derived from its "
                         "schema, so INVALID_ARGUMENTS was not exercised for it"

@@ -14,10 +14,10 @@ from tolokaforge.core.termination import TerminationReason
 from tolokaforge.host.cli import main
 from tolokaforge.host.errors import ConfigError
 from tolokaforge.host.packs.tau2 import tau2_task
-from tolokaforge.host.packs.tau2.export import (
+from tolokaforge.host.packs.tau2.export import tau2_results
+from tolokaforge.host.packs.tau2.simulations import (
     TERMINATIONS,
     tau2_messages,
-    tau2_results,
     tau2_reward_info,
     tau2_termination,
 )

@@ -7,7 +7,7 @@ Supported JSONPath operators are listed on :class:`JsonPathCheck`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
@@ -50,16 +50,7 @@ ComponentName = Literal[
     "tau2_actions",
     "tau2_communicate",
 ]
-COMPONENT_NAMES: tuple[ComponentName, ...] = (
-    "state_checks",
-    "transcript_rules",
-    "llm_judge",
-    "custom_checks",
-    "trace_checks",
-    "env_assertions",
-    "tau2_actions",
-    "tau2_communicate",
-)
+COMPONENT_NAMES: tuple[ComponentName, ...] = get_args(ComponentName)
 
 JSONPATH_OPERATORS = (
     "equals",

@@ -9,6 +9,7 @@ Nothing of τ² lives in this repository: tasks, policy, prompts, tools and data
     worker_tools  the tool code shipped to the runner: τ²'s tools over the trial's tables
     grading       a τ² task's evaluation criteria as grading components with τ²'s semantics
     loader        load_tau2_pack: the Pack
+    simulations   one trial's transcript and grade as τ²'s messages and RewardInfo
     export        a finished run in τ²'s results format (``tolokaforge export --format tau2``)
 """
 

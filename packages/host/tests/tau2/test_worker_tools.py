@@ -46,14 +46,17 @@ def _planted(action: Any, rng: random.Random) -> list[tuple[str, str, dict[str, 
 class _Trial:
     """One trial's tables as a worker holds them, beside τ²'s live environment."""
 
-    def __init__(self, domain: str, env: Any, tables_json: bytes) -> None:
+    def __init__(self, domain: str, env: Any, tables_json: bytes, *, warm: bool) -> None:
         self.domain = domain
         self.env = env
         self.base: dict[str, Any] = orjson.loads(tables_json)
         self.views: dict[str, Any] = {}
         self.small = domain in ("telecom", "mock")  # whole tables compared after every call
-        for cache in worker_tools._CACHE.values():  # pyright: ignore[reportPrivateUsage]
-            cache.clear()  # a new trial is a new worker: nothing validated yet
+        # A new trial is a new worker: nothing of the last trial's, and (warm) the zygote's validated DB.
+        worker_tools._CACHE.clear()  # pyright: ignore[reportPrivateUsage]
+        worker_tools._WARM.clear()  # pyright: ignore[reportPrivateUsage]
+        if warm:
+            worker_tools.domain(domain).warm()
 
     def _commit(self, data: CowTables) -> None:
         changes = data.changes()
@@ -135,7 +138,8 @@ def test_tools_answer_and_write_as_tau2(domain: str) -> None:
         databases: dict[str, Any] = {"db": agent_db.model_validate_json(agent_json)}
         if user_db is not None and user_json is not None:
             databases["user_db"] = user_db.model_validate_json(user_json)
-        trial = _Trial(domain, module.get_environment(**databases), tables_json)
+        # the first tasks start from the zygote's validated DB, as workers do; the rest validate cold
+        trial = _Trial(domain, module.get_environment(**databases), tables_json, warm=index < 3)
         initial = task.initial_state
         for action in list(initial.initialization_actions or []) if initial is not None else []:
             trial.env_function(action)

@@ -24,11 +24,12 @@ call costs what it touches, not the size of the DB.
 
 from __future__ import annotations
 
+import _thread
 import importlib
 import json
 import os
 import typing
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
@@ -118,10 +119,39 @@ class _Domain:
         self.user = (
             _Side(self._db_class(self.user_toolkit), "user_db.", "user_db") if self.user_toolkit else None
         )
+        # τ²'s READ tools write nothing; where there is no user DB to sync, their calls skip the write-back
+        # (the parity tests compare the tables with τ²'s DB after every call, reads included).
+        self.read_only: frozenset[str] = frozenset()
+        if self.agent_toolkit is not None and self.user_toolkit is None:
+            self.read_only = frozenset(
+                name
+                for name, function in self.agent_toolkit(None).tools.items()
+                if str(getattr(getattr(function, "__tool_type__", ""), "value", "")).lower() == "read"
+            )
 
     @staticmethod
     def _db_class(toolkit: Any) -> type[BaseModel]:
         return typing.get_type_hints(toolkit.__init__)["db"]
+
+    def warm(self) -> None:
+        """Validate the domain's shipped DB once (in the zygote), for every worker's first reads.
+
+        A worker takes a record from here only if the trial's record equals its dump, and only once
+        (then it is the trial's own), so a trial whose state differs validates its own records.
+        """
+        if self.agent is None:
+            return
+        try:
+            module = importlib.import_module(f"tau2.domains.{DOMAINS[self.name][0]}.environment")
+            db = module.get_environment().tools.db
+        except Exception:  # a faster first read, never a condition for one
+            return
+        for field, (kind, table, _) in self.agent.fields.items():
+            if kind == "keyed":
+                records = getattr(db, field)
+                _WARM[(self.name, "agent", table)] = {
+                    key: (record.model_dump(mode="json"), record) for key, record in records.items()
+                }
 
     def environment(self, agent_db: Any, user_db: Any) -> Any:
         tools = self.agent_toolkit(agent_db) if self.agent_toolkit else None
@@ -155,8 +185,15 @@ def db_tables(name: str, agent_db: BaseModel | None, user_db: BaseModel | None) 
 class _LazyTable(MutableMapping[str, Any]):
     """A keyed table as τ²'s code sees it: records validated on first read, changes tracked."""
 
-    def __init__(self, view: Any, model: type[BaseModel], cache: dict[str, tuple[Any, Any]]) -> None:
+    def __init__(
+        self,
+        view: Any,
+        model: type[BaseModel],
+        cache: dict[str, tuple[Any, Any]],
+        warm: dict[str, tuple[Any, Any]],
+    ) -> None:
         self._view = view
+        self._warm = warm
         # The runner's view copies a record when it is read; the base holds the records as committed.
         self._base: dict[str, Any] = getattr(view, "base", view)
         self._model = model
@@ -172,7 +209,11 @@ class _LazyTable(MutableMapping[str, Any]):
             raise KeyError(key)
         source = self._base[key]
         hit = self._cache.get(key)
-        record = hit[1] if hit is not None and hit[0] is source else self._model.model_validate(source)
+        if hit is not None and hit[0] is source:
+            record = hit[1]
+        else:
+            warm = self._warm.pop(key, None)
+            record = warm[1] if warm is not None and warm[0] == source else self._model.model_validate(source)
         self._live[key] = record
         return record
 
@@ -200,6 +241,11 @@ class _LazyTable(MutableMapping[str, Any]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
+    def keep(self) -> None:
+        """After a call that wrote nothing: its records stay the trial's, unchanged, for the next call."""
+        for key, record in self._live.items():
+            self._cache[key] = (self._base.get(key), record)
+
     def write_back(self) -> None:
         for key in self._deleted:
             if key in self._base:
@@ -217,7 +263,7 @@ class _LazyTable(MutableMapping[str, Any]):
 class _Bound:
     """One side's DB built over a call's tables, and how to put its changes back."""
 
-    def __init__(self, side: _Side, data: MutableMapping[str, Any], cache: dict[str, Any]) -> None:
+    def __init__(self, side: _Side, data: MutableMapping[str, Any], where: tuple[str, str]) -> None:
         self.side = side
         self.data = data
         self.lazy: dict[str, _LazyTable] = {}
@@ -225,7 +271,8 @@ class _Bound:
         values: dict[str, Any] = {}
         for field, (kind, table, adapter) in side.fields.items():
             if kind == "keyed":
-                lazy = _LazyTable(data[table], adapter, cache.setdefault(table, {}))
+                key = (*where, table)
+                lazy = _LazyTable(data[table], adapter, _CACHE.setdefault(key, {}), _WARM.get(key, {}))
                 self.lazy[field] = lazy
                 values[field] = lazy
             elif kind == "list":
@@ -233,6 +280,10 @@ class _Bound:
             else:
                 values[field] = self.plain[field] = adapter.validate_python(data[table][field])
         self.db = side.db_class.model_construct(**values)
+
+    def keep(self) -> None:
+        for lazy in self.lazy.values():
+            lazy.keep()
 
     def write_back(self) -> None:
         for lazy in self.lazy.values():
@@ -255,8 +306,14 @@ class _Bound:
                 del rows[len(rows) - 1]
 
 
-_CACHE: dict[str, dict[str, Any]] = {"agent": {}, "user": {}}
-"""Validated records kept between the calls of one worker (one trial), per side and table."""
+_CACHE: dict[tuple[str, str, str], dict[str, tuple[Any, Any]]] = {}
+"""(domain, side, table) -> key -> (the trial's record as last seen, its validated model): kept between
+the calls of one worker (one trial), used while the trial's record is that same object."""
+_WARM: dict[tuple[str, str, str], dict[str, tuple[Any, Any]]] = {}
+"""(domain, side, table) -> key -> (dump, model) of the domain's shipped DB, validated in the zygote."""
+_LOCK = _thread.allocate_lock()
+"""One call at a time per process: a worker makes one anyway; trusted mode runs tools on threads, and
+the caches above must never hand one model to two calls at once."""
 
 
 class _Call:
@@ -267,13 +324,31 @@ class _Call:
         self.bound: dict[str, _Bound] = {}
         for which, side in (("agent", spec.agent), ("user", spec.user)):
             if side is not None:
-                self.bound[which] = _Bound(side, data, _CACHE[which])
+                self.bound[which] = _Bound(side, data, (name, which))
         agent, user = self.bound.get("agent"), self.bound.get("user")
         self.env = spec.environment(agent.db if agent else None, user.db if user else None)
 
-    def finish(self) -> None:
+    def finish(self, *, wrote: bool = True) -> None:
         for bound in self.bound.values():
-            bound.write_back()
+            if wrote:
+                bound.write_back()
+            else:
+                bound.keep()
+
+
+def _serialized(call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call`` under the process's lock; if it fails half way, no cached model is trusted again."""
+
+    def run(data: MutableMapping[str, Any], **arguments: Any) -> Any:
+        with _LOCK:
+            try:
+                return call(data, **arguments)
+            except BaseException:
+                _CACHE.clear()
+                _WARM.clear()
+                raise
+
+    return run
 
 
 def _answer(content: str, error: bool) -> str | ReportedError:
@@ -283,14 +358,16 @@ def _answer(content: str, error: bool) -> str | ReportedError:
 
 
 def _tool_class(name: str, requestor: str, tool: str) -> type:
+    read_only = tool in domain(name).read_only
+
     def invoke(data: MutableMapping[str, Any], **arguments: Any) -> str | ReportedError:
         call = _Call(name, data)
         request = domain(name).tool_call(id="call", name=tool, arguments=arguments, requestor=requestor)
         message = call.env.get_response(request)
-        call.finish()
+        call.finish(wrote=not read_only)
         return _answer(message.content, bool(message.error))
 
-    return type(f"{name}__{requestor}__{tool}", (), {"invoke": staticmethod(invoke)})
+    return type(f"{name}__{requestor}__{tool}", (), {"invoke": staticmethod(_serialized(invoke))})
 
 
 def _env_function_class(name: str) -> type:
@@ -304,7 +381,7 @@ def _env_function_class(name: str) -> type:
         call.finish()
         return call.env.to_json_str(result)
 
-    return type(f"{name}__{ENV_FUNCTION_TOOL}", (), {"invoke": staticmethod(invoke)})
+    return type(f"{name}__{ENV_FUNCTION_TOOL}", (), {"invoke": staticmethod(_serialized(invoke))})
 
 
 def _env_assertion_class(name: str) -> type:
@@ -328,7 +405,7 @@ def _env_assertion_class(name: str) -> type:
         call.finish()
         return json.dumps(held)
 
-    return type(f"{name}__{ENV_ASSERTION_TOOL}", (), {"invoke": staticmethod(invoke)})
+    return type(f"{name}__{ENV_ASSERTION_TOOL}", (), {"invoke": staticmethod(_serialized(invoke))})
 
 
 def class_name(name: str, requestor: str, tool: str) -> str:
@@ -354,4 +431,4 @@ if __name__.rpartition(".")[2] == "tau2_tools":
     # The runner's copy (the task's tool code): its zygote imports this module once, so import every
     # domain of τ² now and each trial's worker starts with them loaded.
     for _name in DOMAINS:
-        domain(_name)
+        domain(_name).warm()

@@ -22,7 +22,7 @@ def _config(**fields: Any) -> GradingConfig:
 
 
 def test_the_new_components_are_component_names_and_weights_accept_them() -> None:
-    assert COMPONENT_NAMES[-3:] == ("env_assertions", "tau2_actions", "tau2_communicate")
+    assert {"env_assertions", "tau2_actions", "tau2_communicate"} <= set(COMPONENT_NAMES)
     config = _config(weights={"env_assertions": 1.0, "tau2_actions": 1.0, "tau2_communicate": 1.0})
     assert set(config.weights) == {"env_assertions", "tau2_actions", "tau2_communicate"}
 

@@ -152,14 +152,14 @@ async def test_workspace_files_built_in_file_tools_and_file_checks(library: Path
             [
                 {
                     "content": "",
-                    "tool_calls": [{"name": "read_file", "arguments": {"file_path": "inbox/brief.txt"}}],
+                    "tool_calls": [{"name": "read_file", "arguments": {"path": "inbox/brief.txt"}}],
                 },
                 {
                     "content": "",
                     "tool_calls": [
                         {
                             "name": "write_file",
-                            "arguments": {"file_path": "reports/overdue.md", "content": "L-4 is 3 days late"},
+                            "arguments": {"path": "reports/overdue.md", "content": "L-4 is 3 days late"},
                         }
                     ],
                 },

@@ -61,10 +61,13 @@ def test_the_validate_command_prints_every_problem(library: Path) -> None:
 
 def test_public_keys_without_a_meaning_here_are_refused_by_name(library: Path) -> None:
     def task(d: dict[str, Any]) -> None:
-        d["initial_state"]["json_db"]["opened"] = "2024-01-01"
+        d["initial_state"]["json_db"]["opened"] = {"$value": {"value": "2024-01-01"}}
         d["initial_state"]["filesystem"] = {"copy": [{"from": "checks.py", "to": "/etc/checks.py"}]}
-        d["initial_state"]["mock_web"] = {"base_url": "http://mock-web:8080"}
-        d["actors"]["user"]["scripted_flow"].append({"if_assistant_contains": "name", "user": "Ada"})
+        d["initial_state"]["mock_web"] = {
+            "base_url": "http://mock-web:8080",
+            "routes": "mock_web/routes.yaml",
+        }
+        d["actors"]["user"]["scripted_flow"].append({"if_assistant_contains": "name", "default": "Ada"})
         d["actors"]["user"]["scripted_flow"].append({"role": "assistant", "content": "hello"})
         d["policies"]["tone"] = ["calm"]
 
@@ -80,10 +83,10 @@ def test_public_keys_without_a_meaning_here_are_refused_by_name(library: Path) -
     _edit(library / "tasks/lend_book/task.yaml", task)
     _edit(library / "tasks/lend_book/grading.yaml", grading)
     problems = _problems(library)
-    assert "scalar top-level value has nowhere to live" in problems[(TASK, "initial_state.json_db.opened")]
+    assert "would read as a plain value" in problems[(TASK, "initial_state.json_db.opened")]
     assert "must lie in the workspace" in problems[(TASK, "initial_state.filesystem.copy[0].to")]
-    assert "this harness has no such service" in problems[(TASK, "initial_state.mock_web")]
-    assert "says its turns in order" in problems[(TASK, "actors.user.scripted_flow[1]")]
+    assert "is not supported (the known key: base_url)" in problems[(TASK, "initial_state.mock_web.routes")]
+    assert "not both in one turn" in problems[(TASK, "actors.user.scripted_flow[1]")]
     assert "must be 'user'" in problems[(TASK, "actors.user.scripted_flow[2].role")]
     assert "unknown policy key" in problems[(TASK, "policies.tone")]
     assert (

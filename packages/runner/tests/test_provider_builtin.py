@@ -47,7 +47,14 @@ async def workspace(runner: RunnerHandle, stub: RunnerServiceStub, server_spec: 
         "fs_read_file",
         "fs_write_file",
         "fs_list_dir",
+        "fs_append_file",
+        "fs_copy_file",
+        "fs_move_file",
+        "fs_delete_file",
+        "fs_grep_workspace",
+        "fs_replace_lines",
         "exec_run",
+        "exec_bash",
         "exec_calculator",
     }
     path = runner.servicer.registry.get("builtin:0").workspace

@@ -13,7 +13,20 @@ from .conftest import RunPytest
 BIN = Path(sys.executable).parent
 BAD = Path(__file__).resolve().parent / "fixtures" / "bad_provider.py"
 
-FS_OPERATIONS = ("read", "write", "list", "read_file", "write_file", "list_dir")
+FS_OPERATIONS = (
+    "read",
+    "write",
+    "list",
+    "read_file",
+    "write_file",
+    "list_dir",
+    "append_file",
+    "copy_file",
+    "move_file",
+    "delete_file",
+    "grep_workspace",
+    "replace_lines",
+)
 PROVIDER_ITEMS = ("describe", "schema", "unknown_operation", "authentication", "configure_once")
 
 
@@ -44,10 +57,11 @@ def test_builtin_providers_pass_every_item(run_pytest: RunPytest, tmp_path: Path
         f"    {BIN / 'tolokaforge-tool-provider-exec'}\n"
     )
     run = run_pytest(cwd=tmp_path)
-    expected = _ids("fs", FS_OPERATIONS) | _ids("exec", ("run", "calculator"))
+    expected = _ids("fs", FS_OPERATIONS) | _ids("exec", ("run", "bash", "calculator"))
     assert set(run.outcomes) == expected, run.output
     assert run.failed() == set(), run.output
-    assert "tolokaforge-provider[exec]: 9 checked, 9 passed, 0 failed" in run.output
+    assert "tolokaforge-provider[exec]: 11 checked, 11 passed, 0 failed" in run.output
+    assert "tolokaforge-provider[fs]: 29 checked, 29 passed, 0 failed" in run.output
     assert "tasks checked" not in run.output
 
 

@@ -46,9 +46,19 @@ async def test_every_operation_declares_kind_risk_and_idempotent() -> None:
         "read_file",
         "write_file",
         "list_dir",
+        "append_file",
+        "copy_file",
+        "move_file",
+        "delete_file",
+        "grep_workspace",
+        "replace_lines",
     }
+    # Doing it twice is not doing it once: appending, moving, copying a folder, deleting, replacing.
+    once_only = {"append_file", "copy_file", "move_file", "delete_file", "replace_lines"}
     for op in schema.operations:
-        assert op.kind != ToolKind.UNSPECIFIED and op.risk != 0 and op.idempotent
+        assert (
+            op.kind != ToolKind.UNSPECIFIED and op.risk != 0 and op.idempotent == (op.name not in once_only)
+        )
         assert not op.process_backed and json.loads(op.output_schema_json)["type"] == "object"
 
 
@@ -76,19 +86,27 @@ async def test_escapes_are_permission_denied_and_missing_files_not_found(tmp_pat
     assert bad.error is not None and bad.error.category == ToolErrorCategory.INVALID_ARGUMENTS
 
 
-async def test_the_public_names_are_the_same_operations(tmp_path: Path) -> None:
-    [written] = await _invoke(tmp_path, "write_file", {"file_path": "notes/a.txt", "content": "hi"})
+async def test_the_public_names_take_path_and_answer_in_text_too(tmp_path: Path) -> None:
+    [written] = await _invoke(tmp_path, "write_file", {"path": "notes/a.txt", "content": "hi"})
     assert written.result is not None and json.loads(written.result.output_json)["bytes_written"] == 2
-    [read] = await _invoke(tmp_path, "read_file", {"file_path": "notes/a.txt"})
+    assert written.result.text == "File written successfully: notes/a.txt"
+    [read] = await _invoke(tmp_path, "read_file", {"path": "notes/a.txt"})
     assert read.result is not None and json.loads(read.result.output_json)["content"] == "hi"
-    [listed] = await _invoke(tmp_path, "list_dir", {"dir_path": "notes"})
-    assert listed.result is not None and json.loads(listed.result.output_json)["entries"] == [
-        {"name": "a.txt", "type": "file"}
-    ]
-    [escape] = await _invoke(tmp_path, "read_file", {"file_path": "../x"})
+    assert read.result.text == "hi"
+    [listed] = await _invoke(tmp_path, "list_dir", {"path": "notes"})
+    assert listed.result is not None and json.loads(listed.result.output_json) == {
+        "path": "notes",
+        "dirs": [],
+        "files": ["a.txt"],
+        "others": [],
+    }
+    assert listed.result.text == "file: a.txt"
+    [escape] = await _invoke(tmp_path, "read_file", {"path": "../x"})
     assert escape.error is not None and escape.error.category == ToolErrorCategory.PERMISSION_DENIED
-    [wrong] = await _invoke(tmp_path, "read_file", {"path": "notes/a.txt"})
-    assert wrong.error is not None and wrong.error.category == ToolErrorCategory.INVALID_ARGUMENTS
+    # One spelling only: the old argument names are unknown arguments.
+    for operation, old in (("read_file", "file_path"), ("list_dir", "dir_path")):
+        [wrong] = await _invoke(tmp_path, operation, {old: "notes/a.txt"})
+        assert wrong.error is not None and wrong.error.category == ToolErrorCategory.INVALID_ARGUMENTS
 
 
 @pytest.fixture(params=["openat2", "fallback"])

@@ -98,6 +98,23 @@ class PackNode(pytest.Collector):
             yield _child(TaskNode, self, name=_unique(loaded.task_id, taken), loaded=loaded)
         for broken in self.report.broken:
             yield _child(TaskNode, self, name=_unique(broken.task_id, taken), problems=broken.problems)
+        for skipped in self.report.pack.skipped:
+            # A task this machine cannot run (docs/terminal.md): reported skipped with its reason, never passed.
+            yield _child(SkippedTaskItem, self, name=_unique(skipped.task_id, taken), reason=skipped.reason)
+
+
+class SkippedTaskItem(pytest.Item):
+    """A task of the pack that loads but cannot run here; its one item is skipped, naming why."""
+
+    def __init__(self, *, reason: str, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # pyright: ignore[reportArgumentType, reportUnknownMemberType]
+        self.reason = reason
+
+    def runtest(self) -> None:
+        pytest.skip(f"SKIPPED: {self.reason}")
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"tolokaforge skipped {self.name}"
 
 
 class TaskNode(pytest.Collector):

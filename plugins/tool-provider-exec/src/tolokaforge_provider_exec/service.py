@@ -26,7 +26,9 @@ from tolokaforge.contracts.tool import (
 )
 from tolokaforge.core.providers import ProviderBase
 
+from .bash import BASH, invoke_bash
 from .calculator import CALCULATOR, CalculatorError, evaluate
+from .shell import TrialShells
 
 __all__ = ["MAX_OUTPUT_BYTES", "ExecProvider"]
 
@@ -86,11 +88,20 @@ class ExecProvider(ProviderBase):
     name = "exec"
     version = "0.1.0"
     description = "Run commands in the trial's workspace, with a deadline."
-    operations = (RUN, CALCULATOR)
+    operations = (RUN, BASH, CALCULATOR)
+
+    def __init__(self, protocol_version: int) -> None:
+        super().__init__(protocol_version)
+        self.shells = TrialShells()
+        """The ``bash`` operation's persistent shells, one per trial; released when the provider stops."""
 
     async def invoke(self, message: InvokeRequest) -> AsyncIterator[InvokeResponse]:
         if message.operation == CALCULATOR.name:
             yield _calculate(message.arguments_json)
+            return
+        if message.operation == BASH.name:
+            async for event in invoke_bash(self.shells, message):
+                yield event
             return
         if message.operation != "run":
             yield _error(ToolErrorCategory.NOT_FOUND, f"no operation {message.operation!r}")

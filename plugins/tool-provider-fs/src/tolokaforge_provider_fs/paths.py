@@ -1,21 +1,36 @@
-"""The workspace a call may touch, and how a refused path is worded.
+"""The workspace a call may touch, what a written path names in it, and how a refused path is worded.
 
 Every path is opened by :mod:`tolokaforge.core.beneath` relative to a descriptor of the workspace, so
 no symlink is ever followed and nothing leaves the workspace, even while the trial's code swaps a
 folder for a link. The workspace itself comes from the call's CallContext; this module decides
-whether that is a workspace at all.
+whether that is a workspace at all, and turns the absolute names the public tools give it
+(``/env/fs/agent-visible/...``) into paths relative to it.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.beneath import NotARegularFile, PathEscapes, PathHasSymlink
 
-__all__ = ["Refusal", "WorkspacePin", "classify", "open_workspace"]
+__all__ = [
+    "AGENT_VISIBLE_ROOTS",
+    "Refusal",
+    "WorkspacePin",
+    "classify",
+    "components",
+    "in_workspace",
+    "open_workspace",
+    "parent_and_name",
+]
 
 _O_PATH: int = getattr(os, "O_PATH", 0)
+
+AGENT_VISIBLE_ROOTS = ("/env/fs/agent-visible", "/work")
+"""Absolute names of the workspace the model may use: public packs' prompts say ``/env/fs/agent-visible``,
+and their file tools also take ``/work`` (the public code's own tests use both)."""
 
 
 class Refusal(Exception):
@@ -54,6 +69,41 @@ class WorkspacePin:
         return working_directory
 
 
+def in_workspace(written: str) -> str:
+    """``written`` as a path relative to the workspace: an absolute path under one of
+    :data:`AGENT_VISIBLE_ROOTS` loses that root; any other absolute path stays absolute, for
+    :mod:`tolokaforge.core.beneath` to refuse. Surrounding blanks are dropped, as the public tools do.
+    """
+    path = written.strip()
+    for root in AGENT_VISIBLE_ROOTS:
+        if path == root:
+            return "."
+        if path.startswith(root + "/"):
+            return path[len(root) + 1 :] or "."
+    return path
+
+
+def components(relative: str) -> list[str]:
+    """The names along ``relative`` (``.`` and empty ones dropped); an escape is refused here, as
+    :mod:`tolokaforge.core.beneath` would refuse it."""
+    if "\0" in relative:
+        raise ValueError("embedded null byte")
+    if relative.startswith("/"):
+        raise PathEscapes(errno.EXDEV, "is an absolute path", relative)
+    parts = [part for part in relative.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        raise PathEscapes(errno.EXDEV, "goes up with '..'", relative)
+    return parts
+
+
+def parent_and_name(relative: str) -> tuple[str, str]:
+    """The folder holding ``relative`` and its last name; the workspace itself has neither."""
+    parts = components(relative)
+    if not parts:
+        raise Refusal(ToolErrorCategory.INVALID_ARGUMENTS, f"{relative!r} names the workspace itself")
+    return "/".join(parts[:-1]) or ".", parts[-1]
+
+
 def open_workspace(path: str) -> int:
     """A descriptor of the workspace folder ``path`` (the caller closes it); never ``/``."""
     denied = ToolErrorCategory.PERMISSION_DENIED
@@ -71,6 +121,11 @@ def open_workspace(path: str) -> int:
 def classify(path: str, error: OSError | ValueError) -> Refusal:
     """The taxonomy's reading of what opening, reading or writing ``path`` raised."""
     denied = ToolErrorCategory.PERMISSION_DENIED
+    if isinstance(error, UnicodeDecodeError):
+        return Refusal(
+            ToolErrorCategory.EXECUTION_FAILED,
+            f"{path!r} is not UTF-8 text (a binary file?); these tools read text only",
+        )
     if isinstance(error, ValueError):
         return Refusal(ToolErrorCategory.INVALID_ARGUMENTS, f"{path!r} is not a usable path: {error}")
     if isinstance(error, PathEscapes):

@@ -35,6 +35,9 @@ class LLMOptions:
     prices: Path | None
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_retries: int = DEFAULT_MAX_RETRIES
+    temperature: float | None = None
+    """The agent model's sampling temperature (a run_config.yaml's); None sends none."""
+    user_temperature: float | None = None
 
 
 @dataclass(frozen=True)
@@ -68,21 +71,24 @@ class AgentRecipe:
         elif self.agent == "llm":
             if not self.llm.model:
                 raise ConfigError("--agent llm needs --model (or TOLOKAFORGE_MODEL)")
-            agents = LLMAgentFactory(self._chat(self.llm.model, session))
+            agents = LLMAgentFactory(self._chat(self.llm.model, session, self.llm.temperature))
         else:
             raise ConfigError(f"unknown agent {self.agent!r} (golden, scripted or llm)")
         user_model = self.user_model
         users = UserRouter(
-            llm=LLMUserFactory(self._chat(user_model, session)) if self.llm_users and user_model else None,
+            llm=LLMUserFactory(self._chat(user_model, session, self.llm.user_temperature))
+            if self.llm_users and user_model
+            else None,
             stand_in=self.agent == "golden",
         )
         return agents, users
 
-    def _chat(self, model: str, session: aiohttp.ClientSession) -> ChatClient:
+    def _chat(self, model: str, session: aiohttp.ClientSession, temperature: float | None) -> ChatClient:
         settings = ChatSettings(
             model=model,
             base_url=self.llm.base_url,
             api_key=api_key_from_env(),
+            temperature=temperature,
             timeout_s=self.llm.timeout_s,
             max_retries=self.llm.max_retries,
         )

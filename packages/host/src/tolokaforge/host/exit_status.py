@@ -43,4 +43,6 @@ def verdict(summary: RunSummary, fail_under: float | None = None) -> Verdict:
     if fail_under is not None and summary.pass_rate < fail_under:
         return Verdict(EXIT_INCOMPLETE, f"exit 1: {rate} is below --fail-under {fail_under:g}")
     gate = f", at least --fail-under {fail_under:g}" if fail_under is not None else ""
-    return Verdict(EXIT_OK, f"exit 0: all {total} trials graded; {rate}{gate}")
+    # Skipped tasks ran no trial: named here so a run of only runnable tasks never reads as the whole pack.
+    skipped = f"; {len(summary.skipped_tasks)} task(s) SKIPPED" if summary.skipped_tasks else ""
+    return Verdict(EXIT_OK, f"exit 0: all {total} trials graded; {rate}{gate}{skipped}")

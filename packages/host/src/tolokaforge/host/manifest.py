@@ -83,6 +83,14 @@ def pack_digest(root: Path) -> str:
     return "sha256:" + digest.hexdigest()
 
 
+def _parts_digest(parts: tuple[Pack, ...]) -> str:
+    """A combined pack's digest: over each part's name and digest, in order (multi-pack runs)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(f"{part.name}\0{pack_digest(part.root)}\0".encode())
+    return "sha256:" + digest.hexdigest()
+
+
 def endpoint_host(base_url: str | None) -> str | None:
     """The host (and port) of a model endpoint, never its path, query or credentials."""
     if not base_url:
@@ -115,9 +123,8 @@ class RunIdentity:
         trials: int,
         options: Mapping[str, Any],
     ) -> RunIdentity:
-        return cls(
-            pack.name, pack.version, pack_digest(pack.root), agent, dict(models), tasks, trials, dict(options)
-        )
+        digest = _parts_digest(pack.parts) if pack.parts else pack_digest(pack.root)
+        return cls(pack.name, pack.version, digest, agent, dict(models), tasks, trials, dict(options))
 
     def compared(self) -> dict[str, Any]:
         """The identity as compared: result-neutral options left out."""

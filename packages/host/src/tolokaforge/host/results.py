@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 NOT_EVALUATED = -1.0
-_LATER_COMPONENTS = ("env_assertions", "tau2_actions", "tau2_communicate")
+_LATER_COMPONENTS = ("env_assertions", "tau2_actions", "tau2_communicate", "terminal_tests")
 MAX_STORED_CHARS = 1 << 20
 """The most characters of one text (a tool's output, its arguments, a message) a trial's files keep."""
 
@@ -95,6 +95,7 @@ def configured_components(grading: GradingConfig) -> list[str]:
         "env_assertions": grading.env_assertions is not None,
         "tau2_actions": grading.tau2_actions is not None,
         "tau2_communicate": grading.tau2_communicate is not None,
+        "terminal_tests": grading.terminal_tests is not None,
     }
     return [name for name, wanted in asked.items() if wanted]
 

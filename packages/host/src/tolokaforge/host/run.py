@@ -101,6 +101,8 @@ class RunSettings:
     """Run the trials on a Ray cluster (``concurrency`` is then per worker); None runs them here."""
     judge_model: JudgeModelConfig | None = None
     """The rubric judge's model (``--judge-model``); a task with ``llm_judge`` needs one."""
+    cells: Mapping[str, Mapping[str, Any]] = field(default_factory=dict[str, Mapping[str, Any]])
+    """A multi-pack run's cells (matrix.py), for the summary's per pack x model rows."""
 
 
 class RunObserver(Protocol):
@@ -327,8 +329,14 @@ async def run_pack(
     # covered every task. Task by task, a task's trials were all in flight at once and nearly every
     # trial replayed: 534 replays in 560 hash grades on the retail pack at concurrency 16, 112 now.
     todo.sort(key=lambda key: key[1])  # stable: within a round, tasks keep their order
-    summary = RunSummary(pack=pack.name, agent=agents.name, trials_per_task=settings.trials)
+    summary = RunSummary(
+        pack=pack.name,
+        agent=agents.name,
+        trials_per_task=settings.trials,
+        cells={task_id: dict(cell) for task_id, cell in settings.cells.items()},
+    )
     summary.skipped = len(keys) - len(todo)
+    summary.skipped_tasks = [{"task_id": task.task_id, "reason": task.reason} for task in pack.skipped]
     summary.tampered = tampered
     started_at = str(recorded["started_at"]) if recorded and recorded.get("started_at") else utc_now()
     resumed_at = [*map(str, cast(list[Any], recorded.get("resumed_at") or [])), utc_now()] if recorded else []

@@ -27,6 +27,7 @@ from math import comb
 from pathlib import Path
 from typing import Any
 
+from .cell_rows import CellRow, cell_rows
 from .trial_rows import TRIAL_KINDS, TrialRow, read_row
 from .yaml_files import dump_yaml
 
@@ -112,6 +113,14 @@ class RunSummary:
     tampered: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     """Trial records this resume found tampered with (each ran again): task, index, file, problem, where
     moved (None when nothing of it was left)."""
+    skipped_tasks: list[dict[str, str]] = field(default_factory=list[dict[str, str]])
+    """Tasks of the pack that were not run on this machine, each ``{task_id, reason}`` (a terminal task
+    whose container cannot be provided here): no trial, never counted as passed (docs/terminal.md)."""
+    cells: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+    """A multi-pack run's cells (matrix.py): run task id -> {pack, model, task_id}; empty otherwise."""
+
+    def per_pack_model(self) -> list[CellRow]:
+        return cell_rows(self.rows, self.cells)
 
     @property
     def pass_rate(self) -> float:
@@ -246,6 +255,7 @@ class RunSummary:
             "trials_per_task": k,
             "ran": self.ran,
             "skipped_by_resume": self.skipped,
+            **({"skipped_tasks": self.skipped_tasks} if self.skipped_tasks else {}),
             "tampered": self.tampered,
             "outcomes": outcomes,
             "passed": outcomes["passed"],
@@ -268,6 +278,7 @@ class RunSummary:
             **({"judge": judge} if (judge := self.judge_spend()) is not None else {}),
             "wall_time_s": round(self.wall_time_s, 3),
             "trials_per_second": round(self.ran / self.wall_time_s, 3) if self.wall_time_s > 0 else None,
+            **({"per_pack_model": [row.to_dict() for row in self.per_pack_model()]} if self.cells else {}),
             "per_task": [
                 {
                     "task_id": task.task_id,

@@ -41,6 +41,7 @@ def components(grade: Grade) -> dict[str, float | None]:
         "env_assertions": parts.env_assertions,
         "tau2_actions": parts.tau2_actions,
         "tau2_communicate": parts.tau2_communicate,
+        "terminal_tests": parts.terminal_tests,
     }
     return {name: value if value is not None and value >= 0 else None for name, value in values.items()}
 

@@ -23,6 +23,7 @@ from .grading import (
     Tau2Action,
     Tau2ActionsConfig,
     Tau2CommunicateConfig,
+    TerminalTestsConfig,
     ToolExpectation,
     TranscriptRulesConfig,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "Tau2Action",
     "Tau2ActionsConfig",
     "Tau2CommunicateConfig",
+    "TerminalTestsConfig",
     "ToolCode",
     "ToolDescription",
     "ToolExpectation",

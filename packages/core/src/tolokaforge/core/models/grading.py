@@ -35,6 +35,7 @@ __all__ = [
     "Tau2Action",
     "Tau2ActionsConfig",
     "Tau2CommunicateConfig",
+    "TerminalTestsConfig",
     "ToolExpectation",
     "TranscriptRulesConfig",
 ]
@@ -49,6 +50,7 @@ ComponentName = Literal[
     "env_assertions",
     "tau2_actions",
     "tau2_communicate",
+    "terminal_tests",
 ]
 COMPONENT_NAMES: tuple[ComponentName, ...] = get_args(ComponentName)
 
@@ -274,6 +276,36 @@ class EnvAssertionsConfig(SpecModel):
     assertions: list[EnvAssertion]
 
 
+class TerminalTestsConfig(SpecModel):
+    """A Terminal-Bench verifier (a task folder's ``tests/``), run after the episode (docs/terminal.md).
+
+    The runner writes ``files`` to a fresh folder seen at ``/tests``, runs ``bash /tests/<script>`` in
+    the trial's sandbox with the workspace as ``workdir`` and ``/logs/verifier`` writable, under
+    ``timeout_s``. The score is the reward the script writes (``reward.txt`` or ``reward.json`` there);
+    without one, exit status 0 scores 1 and anything else 0. The files never reach the agent: they
+    travel only here.
+    """
+
+    files: dict[str, str] = Field(min_length=1)
+    """tests/ as relative POSIX path -> text."""
+    script: str = Field(default="test.sh", min_length=1)
+    timeout_s: float = Field(default=120.0, gt=0)
+    workdir: str = Field(default="/app", pattern=r"^/")
+    """Where the workspace is seen inside the verifier's sandbox (the Dockerfile's WORKDIR)."""
+    env: dict[str, str] = {}
+    """Extra environment for the script (task.toml: verifier.env)."""
+
+    @model_validator(mode="after")
+    def _script_is_a_file(self) -> TerminalTestsConfig:
+        if self.script not in self.files:
+            raise ValueError(f"terminal_tests: script {self.script!r} is not one of the files")
+        for path in self.files:
+            parts = path.split("/")
+            if not path or path.startswith("/") or "\\" in path or ".." in parts:
+                raise ValueError(f"terminal_tests: {path!r} must be a relative path that stays inside tests/")
+        return self
+
+
 class GradingConfig(SpecModel):
     """TaskDescription.grading. ``weights`` defaults to ``{}``: never a share nobody sent."""
 
@@ -292,6 +324,8 @@ class GradingConfig(SpecModel):
     """grading.yaml: tau2_actions."""
     tau2_communicate: Tau2CommunicateConfig | None = None
     """grading.yaml: tau2_communicate."""
+    terminal_tests: TerminalTestsConfig | None = None
+    """A Terminal-Bench task's tests/test.sh (built by the terminal loader, not written in grading.yaml)."""
     zero_unless_ended_by: list[str] | None = Field(default=None, min_length=1)
     """grading.yaml: zero_unless_ended_by. TerminationReason values; a trial whose termination reason
     is not one of them scores 0 and fails, whatever its components say (they are still computed and

@@ -9,7 +9,7 @@ from rich.table import Table
 from ..conductor import TrialOutcome
 from ..summary import RunSummary
 
-__all__ = ["ProgressObserver", "failures_table", "summary_table", "tasks_table"]
+__all__ = ["ProgressObserver", "cells_table", "failures_table", "summary_table", "tasks_table"]
 
 
 class ProgressObserver:
@@ -46,6 +46,24 @@ class ProgressObserver:
 
 def _fmt(value: float | None, spec: str = ".3f") -> str:
     return "—" if value is None else format(value, spec)
+
+
+def cells_table(summary: RunSummary) -> Table:
+    """A multi-pack run's cells side by side: per pack x agent model, its trials and how they did."""
+    table = Table(title="per pack x model", header_style="bold")
+    for name in ("pack", "model", "tasks", "trials", "passed", "pass rate", "mean score (graded)"):
+        table.add_column(name, justify="left" if name in ("pack", "model") else "right", overflow="fold")
+    for cell in summary.per_pack_model():
+        table.add_row(
+            cell.pack,
+            cell.model or "—",
+            str(cell.tasks),
+            str(cell.trials),
+            str(cell.passed),
+            _fmt(cell.pass_rate),
+            _fmt(cell.mean_score),
+        )
+    return table
 
 
 def tasks_table(summary: RunSummary) -> Table:

@@ -21,18 +21,21 @@ from tolokaforge.core.models import JudgeModelConfig, JudgePrice, describe_valid
 
 from ..agent_setup import AgentRecipe, LLMOptions
 from ..agents import load_script
+from ..agents.base import AgentFactory
 from ..errors import ConfigError
 from ..exit_status import verdict
 from ..llm import llm_session, load_prices
 from ..llm.chat import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
 from ..llm.preflight import check_endpoint
 from ..llm.pricing import price_for
+from ..matrix import Cell, CellAgents
 from ..packs import Pack, load_pack
 from ..ray_backend import RaySettings
 from ..run import RunSettings, run_pack
 from ..summary import RunSummary
+from .config_run import ConfigRun, RecipeMaker, plan_config_run
 from .options import option
-from .report import ProgressObserver, failures_table, summary_table, tasks_table
+from .report import ProgressObserver, cells_table, failures_table, summary_table, tasks_table
 
 __all__ = ["LLMOptions", "judge_model_config", "run_command"]
 
@@ -41,9 +44,17 @@ __all__ = ["LLMOptions", "judge_model_config", "run_command"]
 @option(
     "--pack",
     "pack_path",
-    required=True,
+    default=None,
     type=click.Path(path_type=Path),
-    help="The pack root, or its tasks/ folder; or tau2:<domain> (airline, retail, telecom, mock: docs/tau2.md).",
+    help="The pack root, or its tasks/ folder, or one task folder; or tau2:<domain> (airline, retail, "
+    "telecom, mock: docs/tau2.md). Required unless --config.",
+)
+@option(
+    "--config",
+    "config_path",
+    default=None,
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="A public run_config.yaml: its packs x its agent models as one run (docs/cli.md).",
 )
 @option(
     "--split",
@@ -191,7 +202,27 @@ __all__ = ["LLMOptions", "judge_model_config", "run_command"]
 @click.pass_context
 def run_command(ctx: click.Context, **params: Any) -> int:
     """Run every task of a pack (or --task ones), grade every trial, write results and a summary."""
-    pack = load_pack(params["pack_path"], split=params["split"])
+    if (params["pack_path"] is None) == (params["config_path"] is None):
+        raise ConfigError("give --pack PATH or --config run_config.yaml (one of them)")
+    matrix: ConfigRun | None = None
+    if params["config_path"] is not None:
+        matrix = plan_config_run(ctx, params, _recipe_maker(params))
+        pack = matrix.pack
+        params.update(
+            agent=matrix.agent,
+            base_url=matrix.base_url,
+            output=matrix.plan.output,
+            trials=matrix.plan.trials,
+            concurrency=matrix.plan.concurrency,
+            max_turns=matrix.plan.max_turns,
+            max_attempts=matrix.plan.max_attempts,
+            model=", ".join(m.name for m in matrix.plan.agent_models) or None,
+            user_model=matrix.plan.user_model.name if matrix.plan.user_model else None,
+        )
+        if params["ray_address"] is not None:
+            raise ConfigError("--ray with --config is not supported: run each pack on Ray with --pack")
+    else:
+        pack = load_pack(params["pack_path"], split=params["split"])
     output: Path | None = params["output"]
     if output is None:
         if params["resume"]:
@@ -215,10 +246,12 @@ def run_command(ctx: click.Context, **params: Any) -> int:
         if isinstance(param, click.Option)
     }
     recorded["output"] = str(output)
+    if matrix is not None:
+        recorded["cells"] = matrix.cells_recorded()
     if params["ray_workers"] is not None and params["ray_address"] is None:
         raise ConfigError("--ray-workers needs --ray ADDRESS")
-    recipe = AgentRecipe.of(
-        agent, llm, load_script(params["script"]) if params["script"] else None, _wants_llm_user(pack)
+    recipe = (
+        next(iter(matrix.recipes.values())) if matrix is not None else _recipe_maker(params)(agent, llm, pack)
     )
     settings = RunSettings(
         output=output,
@@ -244,14 +277,21 @@ def run_command(ctx: click.Context, **params: Any) -> int:
         judge_model=judge_model_config(
             params["judge_model"], params["judge_base_url"] or llm.base_url, llm.prices
         ),
+        cells=matrix.cells_recorded() if matrix is not None else {},
     )
     console = Console()
     tune_collector()  # the pack is loaded: it lives as long as the run
-    summary = asyncio.run(_run(pack, recipe, settings, console, uses_llm))
+    recipes: dict[str | None, AgentRecipe] = matrix.recipes if matrix is not None else {None: recipe}
+    cells = matrix.cells if matrix is not None else None
+    summary = asyncio.run(_run(pack, recipes, cells, settings, console, uses_llm))
     console.print(tasks_table(summary))
+    if summary.cells:
+        console.print(cells_table(summary))
     console.print(summary_table(summary))
     if summary.not_passed():
         console.print(failures_table(summary))
+    for skipped in summary.skipped_tasks:
+        console.print(f"SKIPPED {skipped['task_id']}: {skipped['reason']}", highlight=False, soft_wrap=True)
     console.print(
         f"results: {settings.output}  (report: tolokaforge report {settings.output})", soft_wrap=True
     )
@@ -271,6 +311,15 @@ def _recorded(value: Any) -> Any:
     if isinstance(value, tuple):
         return list(cast(tuple[Any, ...], value))
     return value
+
+
+def _recipe_maker(params: dict[str, Any]) -> RecipeMaker:
+    script = load_script(params["script"]) if params["script"] else None
+
+    def make(agent: str, llm: LLMOptions, pack: Pack) -> AgentRecipe:
+        return AgentRecipe.of(agent, llm, script, _wants_llm_user(pack))
+
+    return make
 
 
 def _wants_llm_user(pack: Pack) -> bool:
@@ -310,10 +359,20 @@ def judge_model_config(model: str | None, base_url: str, prices: Path | None) ->
 
 
 async def _run(
-    pack: Pack, recipe: AgentRecipe, settings: RunSettings, console: Console, uses_llm: bool
+    pack: Pack,
+    recipes: dict[str | None, AgentRecipe],
+    cells: dict[str, Cell] | None,
+    settings: RunSettings,
+    console: Console,
+    uses_llm: bool,
 ) -> RunSummary:
     async with llm_session(settings.concurrency) as session:
-        agents, users = recipe.build(session)
+        built = {model: recipe.build(session) for model, recipe in recipes.items()}
+        recipe = next(iter(recipes.values()))
+        agents: AgentFactory
+        agents, users = next(iter(built.values()))  # one user model for every cell
+        if cells is not None:
+            agents = CellAgents(recipe.agent, {model: pair[0] for model, pair in built.items()}, cells)
         if uses_llm:
             await check_endpoint(session, recipe.llm.base_url, budget_s=min(10.0, recipe.llm.timeout_s))
         with ProgressObserver(console) as progress:

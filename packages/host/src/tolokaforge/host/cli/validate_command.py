@@ -40,4 +40,7 @@ def validate_command(pack_path: Path, split: str | None) -> None:
     tools = {
         tool.name for loaded in pack.tasks for tool in (*loaded.task.agent_tools, *loaded.task.user_tools)
     }
-    click.echo(f"{pack.name}: {len(pack.tasks)} tasks, {len(tools)} tools: OK")
+    for skipped in pack.skipped:
+        click.echo(f"SKIPPED {skipped.task_id}: {skipped.reason}")
+    skipped_note = f" ({len(pack.skipped)} skipped)" if pack.skipped else ""
+    click.echo(f"{pack.name}: {len(pack.tasks)} tasks{skipped_note}, {len(tools)} tools: OK")

@@ -114,6 +114,19 @@ def _documents(
     return {name: parse_yaml(check.contents[name]) for name in names}, None
 
 
+def _cells(manifest: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """A multi-pack run's cells, as its signed run.yaml records them (``options.cells``)."""
+    options = cast(dict[str, Any], (manifest or {}).get("options") or {})
+    cells = options.get("cells")
+    if not isinstance(cells, dict):
+        return {}
+    return {
+        str(k): dict(cast(dict[str, Any], v))
+        for k, v in cast(dict[Any, Any], cells).items()
+        if isinstance(v, dict)
+    }
+
+
 def collect(run_dir: Path) -> ReportData:
     if not (run_dir / "trials").is_dir() and not (run_dir / "run.yaml").is_file():
         raise ConfigError(f"{run_dir} is not a results folder (no run.yaml, no trials/)")
@@ -132,6 +145,7 @@ def collect(run_dir: Path) -> ReportData:
         wall_time_s=float(saved.get("wall_time_s") or 0.0),
         ran=int(saved.get("ran") or 0),
         skipped=int(saved.get("skipped_by_resume") or 0),
+        cells=_cells(manifest),
     )
     trials: list[TrialView] = []
     for task_id, index in keys:

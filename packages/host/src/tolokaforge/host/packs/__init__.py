@@ -10,6 +10,7 @@ Layers, each importing only those above it::
     tool_sources  stage 3: the task's tools (python module, MCP server, module-shaped file)
     grading       stage 4: grading.yaml -> the runner-form GradingConfig, refusing ungradeable shapes
     loader        load_pack / inspect_pack: the stages in order, one pass per pack
+    terminal/     Terminal-Bench task folders as packs (docs/terminal.md), dispatched to by the loader
 """
 
 from __future__ import annotations

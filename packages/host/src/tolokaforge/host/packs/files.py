@@ -19,8 +19,6 @@ from tolokaforge.core.models import (
     CommunicateInfo,
     ComponentName,
     EnvAssertionsConfig,
-    InitializationAction,
-    LLMJudgeConfig,
     RequiredAction,
     Tau2ActionsConfig,
     Tau2CommunicateConfig,
@@ -39,8 +37,11 @@ __all__ = [
     "GradingFile",
     "HashFile",
     "InitialStateFile",
+    "InlineFileFile",
+    "InlineWorkspaceFile",
     "JsonPathFile",
     "PackFile",
+    "PublicEnvAssertionFile",
     "ScriptedTurnFile",
     "StateChecksFile",
     "TaskFile",
@@ -114,13 +115,34 @@ class JsonPathFile(_Strict):
     less_than: float | None = None
     less_or_equal: float | None = None
     length: int | None = None
+    must_exist: bool | None = None
+    """Public ``files[]`` form, with ``path``: the file exists (true) or does not (false)."""
+    must_contain: str | None = None
+    """Public ``files[]`` form, with ``path``: the file's text contains this."""
+
+
+class PublicEnvAssertionFile(_Strict):
+    """Public style: state_checks.env_assertions[], a function of the final state compared with a value."""
+
+    env_type: Literal["assistant", "user"] = "user"
+    """The public runner's default (its adapter reads env assertions with env_type "user" unless given)."""
+    func_name: str | None = Field(default=None, min_length=1)
+    tool_name: str | None = Field(default=None, min_length=1)
+    """The public runner's adapter reads this name; its model calls it ``func_name``. Give one."""
+    arguments: dict[str, Any] = {}
+    assert_value: Any = True
+    message: str | None = None
 
 
 class StateChecksFile(_Strict):
     hash: HashFile | None = None
     jsonpaths: list[JsonPathFile] = []
     files: list[JsonPathFile] | None = None
-    """Public style: file checks; each is a ``path_glob`` check over the trial's workspace."""
+    """File checks: ``path_glob`` checks, or public style ``{path, must_exist, must_contain}``."""
+    env_assertions: list[PublicEnvAssertionFile] = []
+    """Public style: graded as our env_assertions component (grading.py says how)."""
+    db_hash_check: bool = False
+    """Public style; true is refused (it compares with a literal digest, see hash.expected_state_hash)."""
 
 
 class CombineFile(_Strict):
@@ -164,6 +186,20 @@ class TranscriptRulesFile(_Strict):
     tool_expectations: list[ToolExpectation] | ToolExpectationsFile = []
 
 
+class LegacyJudgeFile(_Strict):
+    """The public project's older llm_judge: one rubric text, scored 0..1 by the judge model."""
+
+    rubric: str = Field(min_length=1)
+    model_ref: str | None = None
+    """The public project's judge model; here the run names the judge model (--judge-model)."""
+    output_schema: dict[str, Any] | None = None
+    """Accepted only when it asks for what the public judge reads: ``score`` (and ``reasons``)."""
+    agentic: bool = False
+    system_prompt: str | None = None
+    tool_packs: list[str] = []
+    """Refused when non-empty: the judge's tools here are fixed (docs/judge.md)."""
+
+
 class GradingFile(_Strict):
     """grading.yaml (or a task's inline ``grading:`` block)."""
 
@@ -171,7 +207,9 @@ class GradingFile(_Strict):
     state_checks: StateChecksFile | None = None
     transcript_rules: TranscriptRulesFile | None = None
     golden_response: str | None = None
-    llm_judge: LLMJudgeConfig | None = None
+    llm_judge: dict[str, Any] | None = None
+    """Ours (``rubric: {criteria}``, :class:`LLMJudgeConfig`) or the legacy public shape
+    (:class:`LegacyJudgeFile`); grading.py tells them apart by the rubric's type."""
     custom_checks: CustomChecksFile | None = None
     trace_checks: TraceChecksConfig | None = None
     env_assertions: EnvAssertionsConfig | None = None
@@ -194,21 +232,47 @@ class FilesystemFile(_Strict):
     copy_: list[FileCopyFile] = Field(default=[], alias="copy")
 
 
+class InlineFileFile(_Strict):
+    """initial_state.workspace.files[]: a file of the trial's workspace, its text written in task.yaml."""
+
+    path: str = Field(min_length=1)
+    content: str
+
+
+class InlineWorkspaceFile(_Strict):
+    """Public style ``initial_state.workspace: {files: [...]}`` (instead of a pack folder)."""
+
+    files: list[InlineFileFile] = []
+
+
+class InitializationActionFile(_Strict):
+    """initial_state.initialization_actions[]: ours names the tool ``tool_name``, public style ``func_name``."""
+
+    env_type: Literal["assistant", "user"] = "assistant"
+    tool_name: str | None = None
+    func_name: str | None = None
+    arguments: dict[str, Any] = {}
+
+
 class InitialStateFile(_Strict):
     json_db: str | dict[str, Any] | None = None
     """A JSON file (or, public style, the object itself): ``{table: [records]}`` or ``{table: {key: record}}``."""
     tables: dict[str, Any] | None = None
     """Inline tables, instead of ``json_db``."""
     unstable_fields: list[UnstableField] = []
-    initialization_actions: list[InitializationAction] = []
+    initialization_actions: list[InitializationActionFile] = []
     filesystem: FilesystemFile | None = None
     """Public style: files placed in the trial's workspace before it starts."""
-    workspace: str | None = None
-    """A pack folder whose files become the trial's workspace."""
+    workspace: str | InlineWorkspaceFile | None = None
+    """A pack folder whose files become the trial's workspace, or public style ``{files: [{path, content}]}``."""
+    device_overrides: dict[str, Any] | None = None
+    """Public style: keys set in the ``device`` value of ``json_db`` before the trial starts."""
+    system_prompt: str | None = None
+    """Public style; refused (the public project does not read it either: give the task's system_prompt)."""
     mock_web: dict[str, Any] | None = None
-    """Public style; refused (no mock web service here)."""
+    """Public style: the task's mock web site (``base_url``), reached by ``http_request`` (services.py)."""
     rag: dict[str, Any] | None = None
-    """Public style; refused (no retrieval service here)."""
+    """Public style: the task's documents (``corpus_dir``), searched by ``search_kb`` (services.py)."""
 
 
 class AgentToolsFile(_Strict):
@@ -270,4 +334,8 @@ class TaskFile(_Strict):
     policies: dict[str, Any] = {}
     metadata: dict[str, Any] = {}
     """Public style: free-form analytics labels; carried, never graded."""
+    adapter_type: str | None = None
+    """Public style: which public adapter reads the task; only ``native`` (this loader) is accepted."""
+    adapter_settings: dict[str, Any] | None = None
+    """Public style: the adapter's own settings; ``native`` reads none, so only an empty mapping is accepted."""
     grading: str | GradingFile | None = None

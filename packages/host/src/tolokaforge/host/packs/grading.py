@@ -4,7 +4,8 @@ Renames: ``combine.method`` -> ``combine_method``, ``hash.enabled`` -> ``hash_en
 -> ``hash_weight``, ``hash.golden_errors`` -> ``golden_errors``, golden actions ``{name, kwargs,
 executor}`` -> ``{tool_name, arguments, executor}``. Public-style forms
 are rewritten to ours (``op``/``expected`` -> the operator key, ``reason`` -> ``description``,
-``must_contain_phrases`` -> ``must_contain``, the ``tool_expectations`` mapping -> call bounds). What
+``must_contain_phrases`` -> ``must_contain``, the ``tool_expectations`` mapping -> call bounds; the
+public grading shapes that need more than a rename are mapped in public_grading.py). What
 has no meaning here is refused naming the key and why. The shapes the grader would refuse at grade
 time (a weighted component without a weight, a hash blended with JSONPaths without ``hash.weight``,
 a JSONPath over state the runner does not hold) are refused here, so a pack that validates grades.
@@ -13,7 +14,6 @@ a JSONPath over state the runner does not hold) are refused here, so a pack that
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,8 +34,15 @@ from tolokaforge.core.models import (
     TranscriptRulesConfig,
 )
 
-from .files import CustomChecksFile, GradingFile, JsonPathFile, StateChecksFile, TranscriptRulesFile
+from .files import (
+    CustomChecksFile,
+    GradingFile,
+    JsonPathFile,
+    StateChecksFile,
+    TranscriptRulesFile,
+)
 from .problems import ProblemLog
+from .public_grading import OPERATOR_ALIASES, llm_judge, public_env_assertions, public_file_check, rooted_path
 from .task_parts import AGENT_VISIBLE, resolve
 
 __all__ = ["CHECKS_INTERFACE_VERSIONS", "to_grading_config"]
@@ -44,7 +51,6 @@ __all__ = ["CHECKS_INTERFACE_VERSIONS", "to_grading_config"]
 CHECKS_INTERFACE_VERSIONS = ("1.0",)
 CHECKS_HARNESS = "tolokaforge.core.grading.checks_runner"
 _IMPORT_TIMEOUT_S = 30.0
-_STATE_ROOT = re.compile(r"^\$(?:\.(db|tables)\b|\[['\"](db|tables)['\"]\])")
 
 
 def to_grading_config(
@@ -52,26 +58,31 @@ def to_grading_config(
 ) -> GradingConfig | None:
     """Translate a validated grading file; None after recording every problem found in it."""
     mark = log.mark()
+    weights: dict[str, float] = {name: share for name, share in grading.combine.weights.items()}
+    env_assertions = public_env_assertions(log, grading, file, weights)
     state_checks = _state_checks(log, grading.state_checks, file, initial_state)
     transcript = _transcript_rules(log, grading.transcript_rules, file)
     custom = _custom_checks(log, grading.custom_checks, file, folder)
-    _weights_cover_components(log, grading, file)
+    judge = llm_judge(log, grading.llm_judge, file)
+    _weights_cover_components(log, grading, file, weights)
     if log.since(mark):
         return None
     try:
-        return GradingConfig(
-            combine_method=grading.combine.method,
-            weights=grading.combine.weights,
-            pass_threshold=grading.combine.pass_threshold,
-            state_checks=state_checks,
-            transcript_rules=transcript,
-            llm_judge=grading.llm_judge,
-            custom_checks=custom,
-            trace_checks=grading.trace_checks,
-            env_assertions=grading.env_assertions,
-            tau2_actions=grading.tau2_actions,
-            tau2_communicate=grading.tau2_communicate,
-            zero_unless_ended_by=grading.zero_unless_ended_by,
+        return GradingConfig.model_validate(
+            {
+                "combine_method": grading.combine.method,
+                "weights": weights,
+                "pass_threshold": grading.combine.pass_threshold,
+                "state_checks": state_checks,
+                "transcript_rules": transcript,
+                "llm_judge": judge,
+                "custom_checks": custom,
+                "trace_checks": grading.trace_checks,
+                "env_assertions": env_assertions or grading.env_assertions,
+                "tau2_actions": grading.tau2_actions,
+                "tau2_communicate": grading.tau2_communicate,
+                "zero_unless_ended_by": grading.zero_unless_ended_by,
+            }
         )
     except ValidationError as error:
         log.add_validation_error(error, file)
@@ -91,17 +102,26 @@ def _state_checks(
             "is not supported: the expected state is computed by replaying golden_actions, "
             "so give those instead of a literal digest",
         )
+    if block.db_hash_check:
+        log.add(
+            file,
+            "state_checks.db_hash_check",
+            "is not supported: it compares with a literal digest; give hash.golden_actions instead",
+        )
     checks: list[JsonPathCheck] = []
     files: list[FileCheck] = []
     written_checks = [(f"state_checks.jsonpaths[{i}]", w) for i, w in enumerate(block.jsonpaths)]
     for index, written in enumerate(block.files or []):
         key = f"state_checks.files[{index}]"
         if written.path is not None:
-            log.add(file, f"{key}.path", "a file check names its files with path_glob")
+            public = public_file_check(log, written, file, key)
+            if public is not None:
+                written_checks.append((key, public))
             continue
         written_checks.append((key, written))
+    names = set(initial_state.tables) if initial_state is not None else set[str]()
     for key, written in written_checks:
-        check = _assertion(log, written, file, key)
+        check = _assertion(log, written, file, key, names)
         if isinstance(check, JsonPathCheck):
             checks.append(check)
         elif check is not None:
@@ -133,10 +153,13 @@ def _state_checks(
 
 
 def _assertion(
-    log: ProblemLog, written: JsonPathFile, file: Path, key: str
+    log: ProblemLog, written: JsonPathFile, file: Path, key: str, names: set[str]
 ) -> JsonPathCheck | FileCheck | None:
     """One state check in either style: a JSONPath over the tables, or (``path_glob``) a file check."""
     mark = log.mark()
+    for public in ("must_exist", "must_contain"):
+        if public in written.model_fields_set:
+            log.add(file, f"{key}.{public}", "belongs to a files[] check by path (state_checks.files)")
     if written.path is None and written.path_glob is None:
         log.add(file, f"{key}.path", "is required (or path_glob, for a check over the workspace's files)")
         return None
@@ -145,11 +168,13 @@ def _assertion(
             file, f"{key}.path_glob", "give path (the tables) or path_glob (the workspace's files), not both"
         )
         return None
-    if written.path is not None and not _STATE_ROOT.match(written.path.strip()):
+    path = rooted_path(written.path, names) if written.path is not None else None
+    if written.path is not None and path is None:
         log.add(
             file,
             f"{key}.path",
-            f"{written.path!r} must address the trial's tables as $.db.<table>... (or $.tables...)",
+            f"{written.path!r} must address the trial's state as $.db.<table>... (or $.tables..., or "
+            "$.<name>... for a top-level name of initial_state)",
         )
     if written.required is False:
         log.add(file, f"{key}.required", "false is not supported: every state check is scored")
@@ -161,16 +186,23 @@ def _assertion(
     known = JSONPATH_OPERATORS if written.path is not None else FILE_CHECK_OPERATORS
     operators = {op: getattr(written, op) for op in JSONPATH_OPERATORS if op in written.model_fields_set}
     if written.op is not None:
-        if written.op not in known:
-            log.add(file, f"{key}.op", f"unknown operator {written.op!r} (known: {', '.join(known)})")
+        op = OPERATOR_ALIASES.get(written.op, written.op)
+        if op not in known:
+            aliases = [alias for alias, meant in OPERATOR_ALIASES.items() if meant in known]
+            log.add(
+                file, f"{key}.op", f"unknown operator {written.op!r} (known: {', '.join([*known, *aliases])})"
+            )
         elif "expected" not in written.model_fields_set:
             log.add(file, f"{key}.expected", f"is required with op {written.op!r}")
         elif operators:
             log.add(file, f"{key}.op", f"give op/expected or {', '.join(operators)}, not both")
         else:
-            operators = {written.op: written.expected}
+            operators = {op: written.expected}
     elif "expected" in written.model_fields_set:
         log.add(file, f"{key}.expected", "needs op (the operator it is compared with)")
+    elif not operators and written.path is not None:
+        # Public style: a path with no operator holds when it matches something.
+        operators = {"exists": True}
     if written.path_glob is not None:
         for op in operators:
             if op not in FILE_CHECK_OPERATORS:
@@ -180,10 +212,8 @@ def _assertion(
     if log.since(mark):
         return None
     try:
-        if written.path is not None:
-            return JsonPathCheck.model_validate(
-                {"path": written.path, "description": description, **operators}
-            )
+        if path is not None:
+            return JsonPathCheck.model_validate({"path": path, "description": description, **operators})
         glob = _workspace_glob(written.path_glob or "")
         if glob is None:
             log.add(
@@ -309,7 +339,9 @@ def _inside_pack(
     return found.relative_to(log.root.resolve()).as_posix() or "."
 
 
-def _weights_cover_components(log: ProblemLog, grading: GradingFile, file: Path) -> None:
+def _weights_cover_components(
+    log: ProblemLog, grading: GradingFile, file: Path, weights: dict[str, float]
+) -> None:
     """Under ``weighted``, a component that will be scored needs a weight, or the grade is refused."""
     if grading.combine.method != "weighted":
         return
@@ -319,10 +351,14 @@ def _weights_cover_components(log: ProblemLog, grading: GradingFile, file: Path)
         (state.hash is not None and state.hash.enabled) or state.jsonpaths or state.files
     ):
         scored.append("state_checks")
+    if state is not None and state.env_assertions:
+        scored.append("env_assertions")
     if grading.transcript_rules is not None:
         scored.append("transcript_rules")
     if grading.custom_checks is not None and grading.custom_checks.enabled:
         scored.append("custom_checks")
+    if grading.llm_judge is not None:
+        scored.append("llm_judge")
     if grading.trace_checks is not None:
         scored.append("trace_checks")
     scored += [
@@ -335,7 +371,7 @@ def _weights_cover_components(log: ProblemLog, grading: GradingFile, file: Path)
         if block is not None
     ]
     for name in scored:
-        if name not in grading.combine.weights:
+        if name not in weights:
             log.add(
                 file,
                 "combine.weights",

@@ -23,17 +23,34 @@ from pydantic import ValidationError
 from tolokaforge.core.models import TaskDescription, ToolCode, ToolDescription, describe_validation_error
 
 from ..errors import PackLoadError, PackProblem
+from .adapter_keys import check_adapter_keys
+from .builtin_tools import with_shipped_code
 from .files import GradingFile, PackFile, TaskFile
 from .grading import to_grading_config
+from .inline_workspace import inline_workspace_files, with_inline_files
 from .pack import BrokenTask, LoadedTask, Pack, PackReport
 from .problems import ProblemLog
 from .requirements import check_requirements
+from .services import PackServices
 from .task_parts import initial_state, policy_text, resolve, text_or_file, user_simulator
 from .tau2 import inspect_tau2_pack, is_tau2_source, load_tau2_pack
+from .terminal import inspect_terminal_pack, is_terminal_source, load_terminal_pack
 from .tool_module import bundle_files
 from .tool_sources import ToolImporter, module_shaped_tools, python_tools, tool_servers
 
-__all__ = ["BrokenTask", "LoadedTask", "Pack", "PackReport", "inspect_pack", "load_pack", "resolve_pack_root"]
+__all__ = [
+    "DEFAULT_TASKS_GLOB",
+    "BrokenTask",
+    "LoadedTask",
+    "Pack",
+    "PackReport",
+    "inspect_pack",
+    "load_pack",
+    "resolve_pack_root",
+]
+
+DEFAULT_TASKS_GLOB = "**/task.yaml"
+"""How tasks are found, as in the public project: every task.yaml below the pack's tasks folder."""
 
 
 def resolve_pack_root(path: Path) -> Path:
@@ -44,16 +61,20 @@ def resolve_pack_root(path: Path) -> Path:
     return path
 
 
-def load_pack(path: Path, *, split: str | None = None) -> Pack:
+def load_pack(path: Path, *, split: str | None = None, tasks_glob: str = DEFAULT_TASKS_GLOB) -> Pack:
     """Load the pack at ``path`` (or ``tau2:<domain>``); raises PackLoadError naming every problem found.
 
-    ``split`` picks a τ² task split (docs/tau2.md); a pack folder has none.
+    ``split`` picks a τ² task split (docs/tau2.md); a pack folder has none. ``tasks_glob`` (a
+    run_config.yaml's ``evaluation.tasks_glob``) finds the task files; a glob other than the default is
+    relative to the pack root, as in the public project.
     """
     if is_tau2_source(path):
         return load_tau2_pack(str(path), split=split)
+    if split is None and is_terminal_source(path):
+        return load_terminal_pack(path)
     if split is not None:
         raise PackLoadError([PackProblem(path, "--split", "task splits exist only for tau2: packs")])
-    report = _inspect(path, _Load(resolve_pack_root(path)))
+    report = _inspect(path, _Load(resolve_pack_root(path), tasks_glob=tasks_glob))
     if report.problems:
         raise PackLoadError(report.problems)
     return report.pack
@@ -67,6 +88,8 @@ def inspect_pack(path: Path, *, check_golden_names: bool = True) -> PackReport:
     """
     if is_tau2_source(path):
         return inspect_tau2_pack(str(path))
+    if is_terminal_source(path):
+        return inspect_terminal_pack(path)
     return _inspect(
         path, _Load(resolve_pack_root(path), per_task=True, check_golden_names=check_golden_names)
     )
@@ -75,9 +98,18 @@ def inspect_pack(path: Path, *, check_golden_names: bool = True) -> PackReport:
 class _Load:
     """The state one load shares between its stages."""
 
-    def __init__(self, root: Path, *, per_task: bool = False, check_golden_names: bool = True) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        per_task: bool = False,
+        check_golden_names: bool = True,
+        tasks_glob: str = DEFAULT_TASKS_GLOB,
+    ) -> None:
         self.log = ProblemLog(root)
+        self.tasks_glob = tasks_glob
         self.importer = ToolImporter(self.log, per_task=per_task)
+        self.services = PackServices(self.log)
         self.check_golden_names = check_golden_names
         self.defaults: dict[str, Any] = {}
 
@@ -99,10 +131,14 @@ def _inspect(path: Path, load: _Load) -> PackReport:
             config = log.validate(PackFile, raw, pack_file) or config
     check_requirements(log, config.requires, pack_file)
     load.defaults = dict(config.defaults)
-    tasks_dir = root / "tasks"
-    task_files = sorted(tasks_dir.rglob("task.yaml")) if tasks_dir.is_dir() else []
+    tasks_dir, task_files = _task_files(root, load.tasks_glob)
     if not task_files:
-        log.add(tasks_dir, "", "holds no task.yaml (a pack keeps its tasks under tasks/<task>/task.yaml)")
+        log.add(
+            tasks_dir,
+            "",
+            f"holds no task file matching {load.tasks_glob!r} (a pack keeps its tasks under "
+            "tasks/<task>/task.yaml, or is a folder of task folders, or one task folder)",
+        )
     pack_problems = list(log.problems)
     code = bundle_files(root) if task_files else None
     tasks: list[LoadedTask] = []
@@ -123,6 +159,8 @@ def _inspect(path: Path, load: _Load) -> PackReport:
         if log.since(mark):
             task_id = loaded.task_id if loaded is not None else _raw_task_id(task_file)
             broken.append(BrokenTask(task_file, task_id, tuple(log.problems[mark:])))
+    if code is not None:
+        load.services.ship(code)
     pack = Pack(
         root=root,
         name=config.name or root.name,
@@ -132,6 +170,23 @@ def _inspect(path: Path, load: _Load) -> PackReport:
         requires=tuple(config.requires),
     )
     return PackReport(pack, tuple(broken), tuple(pack_problems))
+
+
+def _task_files(root: Path, tasks_glob: str) -> tuple[Path, list[Path]]:
+    """Where tasks are looked for, and the task files found there.
+
+    The default glob searches ``tasks/`` when the pack has one (our layout), else the folder itself:
+    the public project's folder of task folders, or a single task folder (a pack of one task). Any
+    other glob is the public ``evaluation.tasks_glob``, relative to the pack root.
+    """
+    base = root / "tasks" if tasks_glob == DEFAULT_TASKS_GLOB and (root / "tasks").is_dir() else root
+    if Path(tasks_glob).is_absolute() or ".." in Path(tasks_glob).parts:
+        return base, []
+    return base, sorted(path for path in base.glob(tasks_glob) if path.is_file() and _visible(path, root))
+
+
+def _visible(path: Path, root: Path) -> bool:
+    return not any(part.startswith(".") for part in path.relative_to(root).parts)
 
 
 def _raw_task_id(task_file: Path) -> str:
@@ -167,6 +222,8 @@ def _load_task(load: _Load, task_file: Path, pack_file: Path, code: ToolCode | N
             to_grading_config(log, grading_file, file=grading_path, folder=folder, initial_state=None)
         return None
 
+    check_adapter_keys(log, spec, task_file)
+    inline_files = inline_workspace_files(log, spec, task_file)
     prompt = text_or_file(log, spec.system_prompt, folder, task_file, "system_prompt")
     policies = policy_text(log, spec.policies, task_file)
     state = initial_state(log, spec, folder, task_file)
@@ -176,6 +233,7 @@ def _load_task(load: _Load, task_file: Path, pack_file: Path, code: ToolCode | N
     if isinstance(servers, str):
         agent_tools, user_tools = module_shaped_tools(load.importer, spec, task_file, servers)
         servers = []
+    agent_tools = [*agent_tools, *load.services.tools(spec, task_file, {tool.name for tool in agent_tools})]
     grading_file, grading_path = _grading_file(load, spec.grading, folder, task_file)
     grading = None
     if grading_file is not None:
@@ -185,6 +243,9 @@ def _load_task(load: _Load, task_file: Path, pack_file: Path, code: ToolCode | N
         grading = to_grading_config(log, grading_file, file=grading_path, folder=folder, initial_state=state)
     if log.since(mark) or grading is None or state is None or grading_file is None:
         return None
+    if inline_files and code is not None:
+        code, sources = with_inline_files(code, spec.task_id, inline_files)
+        state = state.model_copy(update={"workspace_files": {**state.workspace_files, **sources}})
     try:
         task = TaskDescription(
             task_id=spec.task_id,
@@ -196,7 +257,7 @@ def _load_task(load: _Load, task_file: Path, pack_file: Path, code: ToolCode | N
             max_turns=spec.max_turns,
             agent_tools=agent_tools,
             user_tools=user_tools,
-            tool_code=code
+            tool_code=with_shipped_code(code, agent_tools)
             if (agent_tools or user_tools or servers or grading.custom_checks or state.workspace_files)
             else None,
             tool_servers=servers,

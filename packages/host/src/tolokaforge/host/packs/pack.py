@@ -13,7 +13,7 @@ from tolokaforge.core.models import TaskDescription, ToolCode
 
 from ..errors import PackProblem
 
-__all__ = ["BrokenTask", "LoadedTask", "Pack", "PackReport"]
+__all__ = ["BrokenTask", "LoadedTask", "Pack", "PackReport", "SkippedTask"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,16 @@ class LoadedTask:
 
 
 @dataclass(frozen=True)
+class SkippedTask:
+    """A task that loads but cannot run on this machine (a terminal task whose container it cannot
+    provide): never run, never counted as passed, listed with why in the run's output and summary."""
+
+    task_id: str
+    task_file: Path
+    reason: str
+
+
+@dataclass(frozen=True)
 class Pack:
     root: Path
     name: str
@@ -37,6 +47,10 @@ class Pack:
     tool_code: ToolCode | None
     requires: tuple[str, ...] = ()
     """pack.yaml ``requires``: the Python distributions the pack's code needs."""
+    parts: tuple[Pack, ...] = ()
+    """The packs a multi-pack run combined into this one (matrix.py); then ``root`` means nothing."""
+    skipped: tuple[SkippedTask, ...] = ()
+    """Tasks that load but cannot run here, each with its reason (docs/terminal.md)."""
 
     def task(self, task_id: str) -> LoadedTask:
         for loaded in self.tasks:

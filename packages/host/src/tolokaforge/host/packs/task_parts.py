@@ -14,9 +14,11 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from tolokaforge.core.models import InitialState, UserSimulatorConfig, describe_validation_error
+from tolokaforge.core.value_tables import VALUE_KEY, is_value_table, wrap_values
 
 from .files import InitialStateFile, TaskFile, UserSimulatorFile
 from .problems import ProblemLog
+from .scripted_rules import conditional_turn
 
 __all__ = ["AGENT_VISIBLE", "initial_state", "policy_text", "resolve", "text_or_file", "user_simulator"]
 
@@ -71,9 +73,6 @@ def policy_text(log: ProblemLog, policies: dict[str, Any], file: Path) -> str:
 def initial_state(log: ProblemLog, spec: TaskFile, folder: Path, file: Path) -> InitialState | None:
     block = spec.initial_state
     mark = log.mark()
-    for key in ("mock_web", "rag"):
-        if getattr(block, key) is not None:
-            log.add(file, f"initial_state.{key}", "is not supported: this harness has no such service")
     workspace_files = _workspace_files(log, block, folder, file)
     tables: dict[str, Any] = dict(block.tables or {})
     if block.json_db is not None:
@@ -84,15 +83,23 @@ def initial_state(log: ProblemLog, spec: TaskFile, folder: Path, file: Path) -> 
         if loaded is None:
             return None
         tables = loaded
+    tables = _device_overrides(log, block, tables, file)
+    if block.system_prompt is not None:
+        log.add(
+            file,
+            "initial_state.system_prompt",
+            "is not supported (the public project does not read it either): give the task's system_prompt",
+        )
     for name, value in tables.items():
-        if not _is_table(value):
+        if is_value_table(value):
             log.add(
                 file,
                 f"initial_state.json_db.{name}",
-                f"is a {type(value).__name__}, not a table; the DB service keeps tables "
-                "(a list of records, or records by key), so a scalar top-level value has nowhere to live "
-                "- wrap it in a record",
+                f"a keyed table whose only key is {VALUE_KEY!r} would read as a plain value; rename the key",
             )
+    # A top-level value that is not a table (public style: {counter: 0}) is stored as a value table.
+    tables = wrap_values(tables)
+    actions = _initialization_actions(log, block, file)
     if log.since(mark):
         return None
     try:
@@ -100,7 +107,7 @@ def initial_state(log: ProblemLog, spec: TaskFile, folder: Path, file: Path) -> 
             {
                 "tables": tables,
                 "unstable_fields": block.unstable_fields,
-                "initialization_actions": block.initialization_actions,
+                "initialization_actions": actions,
                 "workspace_files": workspace_files,
             }
         )
@@ -109,13 +116,46 @@ def initial_state(log: ProblemLog, spec: TaskFile, folder: Path, file: Path) -> 
         return None
 
 
+def _device_overrides(
+    log: ProblemLog, block: InitialStateFile, tables: dict[str, Any], file: Path
+) -> dict[str, Any]:
+    """``tables`` with ``device_overrides`` set in its ``device`` object (public style, for τ² telecom)."""
+    if not block.device_overrides:
+        return tables
+    device = tables.get("device")
+    if not isinstance(device, dict):
+        log.add(
+            file,
+            "initial_state.device_overrides",
+            "needs a top-level 'device' object in json_db to set its keys in",
+        )
+        return tables
+    return {**tables, "device": {**cast(dict[str, Any], device), **block.device_overrides}}
+
+
+def _initialization_actions(log: ProblemLog, block: InitialStateFile, file: Path) -> list[dict[str, Any]]:
+    """Each action as ``{env_type, tool_name, arguments}``; public packs name the tool ``func_name``."""
+    actions: list[dict[str, Any]] = []
+    for index, action in enumerate(block.initialization_actions):
+        names = [name for name in (action.tool_name, action.func_name) if name is not None]
+        if len(names) != 1:
+            log.add(
+                file,
+                f"initial_state.initialization_actions[{index}]",
+                "name the tool once: tool_name, or public style func_name",
+            )
+            continue
+        actions.append({"env_type": action.env_type, "tool_name": names[0], "arguments": action.arguments})
+    return actions
+
+
 def _workspace_files(log: ProblemLog, block: InitialStateFile, folder: Path, file: Path) -> dict[str, str]:
     """``filesystem.copy`` and ``workspace``: workspace path -> the pack file it starts as.
 
     The files travel in the code bundle, so each must be a UTF-8 text file inside the pack.
     """
     copies: list[tuple[str, str, str]] = []  # (key, from, to)
-    if block.workspace is not None:
+    if isinstance(block.workspace, str):  # the inline form is inline_workspace.py's
         copies.append(("initial_state.workspace", block.workspace, ""))
     if block.filesystem is not None:
         for index, copy in enumerate(block.filesystem.copy_):
@@ -167,14 +207,6 @@ def _json_db(log: ProblemLog, value: str | dict[str, Any], folder: Path, file: P
     return cast(dict[str, Any], loaded)
 
 
-def _is_table(value: Any) -> bool:
-    if isinstance(value, list):
-        return all(isinstance(record, dict) for record in cast(list[Any], value))
-    if isinstance(value, dict):
-        return all(isinstance(record, dict) for record in cast(dict[str, Any], value).values())
-    return False
-
-
 def user_simulator(log: ProblemLog, spec: TaskFile, file: Path) -> UserSimulatorConfig | None:
     """``user_simulator`` or, public style, ``actors.user`` (not both)."""
     block: UserSimulatorFile | None = spec.user_simulator
@@ -190,12 +222,11 @@ def user_simulator(log: ProblemLog, spec: TaskFile, file: Path) -> UserSimulator
     for index, turn in enumerate(block.scripted_flow):
         where = f"{key}.scripted_flow[{index}]"
         if turn.if_assistant_contains is not None or turn.default is not None:
-            log.add(
-                file,
-                where,
-                "conditional turns (if_assistant_contains / default) are not supported: "
-                "a scripted user says its turns in order",
-            )
+            rule = conditional_turn(turn)
+            if isinstance(rule, str):
+                log.add(file, where, rule)
+            else:
+                turns.append(rule)
         elif turn.user is not None and turn.role is None and turn.content is None:
             turns.append({"user": turn.user})
         elif turn.user is None and turn.role == "user" and turn.content is not None:

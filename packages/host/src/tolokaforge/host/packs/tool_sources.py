@@ -13,12 +13,21 @@ from pathlib import Path
 
 from tolokaforge.core.models import ToolDescription, ToolServer
 
+from .builtin_tools import SHIPPED_PACKAGE, SHIPPED_TOOLS, shipped_tools
 from .files import TaskFile
 from .problems import ProblemLog
+from .services import SERVICE_TOOLS
 from .task_parts import resolve
 from .tool_module import PackTool, ToolModuleError, import_tool_module, is_module_shaped
 
-__all__ = ["BUILTIN_TOOLS", "ToolImporter", "module_shaped_tools", "python_tools", "tool_servers"]
+__all__ = [
+    "BUILTIN_TOOLS",
+    "ToolImporter",
+    "builtin_tool_servers",
+    "module_shaped_tools",
+    "python_tools",
+    "tool_servers",
+]
 
 
 @dataclass
@@ -75,6 +84,12 @@ def python_tools(
                 f"no tool source provides {', '.join(map(repr, unprovided))}: give tools.agent.python or "
                 f"tools.agent.mcp_server (the built-in tools are {', '.join(BUILTIN_TOOLS)})",
             )
+        if agent is not None and agent.mcp_server is None:
+            shipped = shipped_tools(agent.enabled or [])
+            if shipped and (log.root / SHIPPED_PACKAGE).exists():
+                reserved = f"{SHIPPED_PACKAGE}/ in the pack is reserved for built-in tools"
+                log.add(file, "tools.agent.enabled", reserved)
+            return shipped, []
         return [], []
     module = importer.tools(agent.python, file.parent, file, "tools.agent.python")
     return _pick(log, module, agent.python, agent.enabled, user_names, file)
@@ -112,6 +127,8 @@ def _pick(
     ):
         for index, name in enumerate(names):
             tool = module.get(name)
+            if tool is None and side == "agent" and name in SERVICE_TOOLS:
+                continue  # a built-in over the task's services: services.py describes it or says why not
             if tool is None:
                 log.add(file, f"{key}[{index}]", f"no tool {name!r} in {written!r} ({', '.join(module)})")
             elif tool.side is not None and tool.side != side:
@@ -161,16 +178,40 @@ def tool_servers(importer: ToolImporter, spec: TaskFile, file: Path) -> list[Too
             protocol="mcp",
             script=found.relative_to(log.root.resolve()).as_posix(),
             actor="agent",
-            enabled=agent.enabled if agent.python is None else None,
+            enabled=[n for n in agent.enabled if n not in SERVICE_TOOLS]  # those are ours (services.py)
+            if agent.python is None and agent.enabled is not None
+            else None,
         )
     ]
 
 
-_PROVIDERS = {"files": ["tolokaforge-tool-provider-fs"], "calculator": ["tolokaforge-tool-provider-exec"]}
-_BUILTINS = {"read_file": "files", "write_file": "files", "list_dir": "files", "calculator": "calculator"}
+_PROVIDERS = {"files": ["tolokaforge-tool-provider-fs"], "exec": ["tolokaforge-tool-provider-exec"]}
+_BUILTINS = {
+    "read_file": "files",
+    "write_file": "files",
+    "list_dir": "files",
+    "append_file": "files",
+    "copy_file": "files",
+    "move_file": "files",
+    "delete_file": "files",
+    "grep_workspace": "files",
+    "replace_lines": "files",
+    "calculator": "exec",
+    "bash": "exec",
+}
+# The database tools are python tool code of ours (builtin_tools.py), not a provider.
+_BUILTINS.update(dict.fromkeys(SHIPPED_TOOLS, "shipped"))
+# search_kb, http_request: python tool code of ours over the task's rag / mock_web (services.py)
+_BUILTINS.update(dict.fromkeys(SERVICE_TOOLS, "shipped"))
 BUILTIN_TOOLS = tuple(_BUILTINS)
 """Tools public packs enable by name with no source of their own, served by our providers: the file
-tools (fs provider, over the trial's workspace) and a calculator (exec provider)."""
+tools (fs provider, over the trial's workspace), a calculator and ``bash`` (exec provider; bash is one
+persistent shell per trial in the trial's sandbox)."""
+
+
+def builtin_tool_servers(enabled: list[str]) -> list[ToolServer]:
+    """The provider servers that serve the built-in tools named in ``enabled`` (a terminal task's bash)."""
+    return _builtin_tools(enabled)
 
 
 def _builtin_tools(enabled: list[str]) -> list[ToolServer]:

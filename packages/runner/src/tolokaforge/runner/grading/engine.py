@@ -33,6 +33,7 @@ from tolokaforge.core.transcript.wire import (
     encode_transcript_wire,
     split_leading_system_message,
 )
+from tolokaforge.core.value_tables import present
 
 from ..errors import (
     GradingFailure,
@@ -55,6 +56,7 @@ from .judge import JudgeOutcome, judge_trial
 from .ledger import check_ledger, populated_scored_keys
 from .preflight import check_gradeable_as_authored
 from .tau2_rules import evaluate_tau2_actions, evaluate_tau2_communicate
+from .terminal_tests import TerminalTestsUnavailable, run_terminal_tests
 from .trace import TRACE_GATE_FAILED, evaluate_trace_checks
 from .transcript_rules import evaluate_transcript_rules
 
@@ -112,6 +114,7 @@ async def _grade(
     # them, before the golden replay (which may write both) runs.
     files = await _file_checks(trial, config, ledger) if "state_checks" in requested else None
     env_assertions = await _env_assertions(trial, executor, config, requested, ledger)
+    terminal = await _terminal_tests(trial, config, requested, ledger)
     if "state_checks" in requested:
         state_result = await _state_checks(trial, executor, config, resolved, ledger, files)
         if state_result is not None:
@@ -121,6 +124,8 @@ async def _grade(
         _skip_unrequested(ledger, config, "state_checks")
     if env_assertions is not None:
         results.append(env_assertions)
+    if terminal is not None:
+        results.append(terminal)
     results += _tau2_checks(
         config,
         requested,
@@ -217,6 +222,7 @@ async def _grade(
             env_assertions=scores.get("env_assertions"),
             tau2_actions=scores.get("tau2_actions"),
             tau2_communicate=scores.get("tau2_communicate"),
+            terminal_tests=scores.get("terminal_tests"),
         ),
         reasons=" | ".join(reasons),
         state_diff_json=json.dumps(state_diff, default=str) if state_diff else "",
@@ -251,6 +257,24 @@ async def _env_assertions(
         return None
     ledger.evaluate("env_assertions")
     return await evaluate_env_assertions(trial, executor, config.env_assertions)
+
+
+async def _terminal_tests(
+    trial: TrialContext, config: GradingConfig, requested: set[str], ledger: KeyLedger
+) -> ComponentResult | None:
+    """A terminal task's verifier, over the workspace as the agent left it (before any golden replay)."""
+    if config.terminal_tests is None:
+        return None
+    if "terminal_tests" not in requested:
+        _skip_unrequested(ledger, config, "terminal_tests")
+        return None
+    ledger.evaluate("terminal_tests")
+    try:
+        return await run_terminal_tests(
+            config.terminal_tests, trial.workspace, confinement=trial.confinement, cgroup=trial.cgroup
+        )
+    except TerminalTestsUnavailable as error:
+        raise NotGradeable(trial.trial_id, error) from error
 
 
 def _tau2_checks(
@@ -327,7 +351,7 @@ async def _state_checks(
     if state_checks.jsonpaths:
         ledger.evaluate("state_checks.jsonpaths")
         async with trial.lock:
-            jsonpaths = evaluate_jsonpaths(state_checks.jsonpaths, trial.mirror.tables)
+            jsonpaths = evaluate_jsonpaths(state_checks.jsonpaths, present(trial.mirror.tables))
     checks = _checks_part(jsonpaths, len(state_checks.jsonpaths), files, len(state_checks.files))
     if checks is not None:
         parts.append(checks)
@@ -413,9 +437,9 @@ def _configured_components(ledger: KeyLedger) -> list[str]:
 def _check_evidence(trial: TrialContext, messages: list[Message] | None) -> CheckEvidence:
     task = trial.spec.task
     return CheckEvidence(
-        final_state=trial.mirror.tables,
+        final_state=present(trial.mirror.tables),
         transcript=_transcript_dicts(messages),
-        initial_state=task.initial_state.tables,
+        initial_state=present(task.initial_state.tables),
         task={
             "task_id": task.task_id,
             "name": task.name,

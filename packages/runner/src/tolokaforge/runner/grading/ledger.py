@@ -29,6 +29,7 @@ _EVALUATORS = {
     "env_assertions": "env assertions (grading/env_assertions.py)",
     "tau2_actions": "τ² action checks (grading/tau2_rules.py)",
     "tau2_communicate": "τ² communicate checks (grading/tau2_rules.py)",
+    "terminal_tests": "the terminal verifier (grading/terminal_tests.py)",
 }
 
 
@@ -57,6 +58,7 @@ def populated_scored_keys(config: GradingConfig) -> list[str]:
         "env_assertions": config.env_assertions,
         "tau2_actions": config.tau2_actions,
         "tau2_communicate": config.tau2_communicate,
+        "terminal_tests": config.terminal_tests,
     }
     keys.extend(name for name, block in blocks.items() if block is not None)
     return keys

@@ -88,6 +88,8 @@ class View:
     """The trial's cgroup, which the child joins before bubblewrap starts."""
     relay: tuple[int, Path] | None = None
     """A loopback port in the sandbox that leads to this unix socket (bound in: its directory is in ``write``)."""
+    binds: tuple[tuple[Path, str], ...] = ()
+    """Bound read-write at another path (source, path inside): a verifier's fixed ``/tests``, ``/logs``."""
 
 
 SECCOMP_FD = "{seccomp-fd}"
@@ -237,6 +239,10 @@ class Confinement:
         """Whether every sandbox sees ``path`` already (the system, the interpreter, our sources)."""
         return any(path == root or path.startswith(root + "/") for root in self._system_read)
 
+    def shadows(self, path: str) -> bool:
+        """Whether a mount at ``path`` would hide what every sandbox needs (the interpreter, our sources)."""
+        return any(root == path or root.startswith(path.rstrip("/") + "/") for root in self._system_read)
+
     def own(self, path: Path) -> None:
         """Make ``path`` (a workspace, a zygote's directory) the sandbox user's, recursively."""
         if not (self.sandboxed and self.root):
@@ -252,7 +258,7 @@ class Confinement:
         if not self.sandboxed or view is None:
             return limits.to_json()
         read = [*self._system_read, *map(str, view.read), "/proc", "/etc"]
-        write = [*map(str, view.write), "/tmp", "/dev"]
+        write = [*map(str, view.write), *(inside for _, inside in view.binds), "/tmp", "/dev"]
         return sandbox.spec_json(
             limits,
             uid=SANDBOX_UID if self.root else None,
@@ -296,12 +302,14 @@ class Confinement:
         write = [str(path) for path in view.write]
         # Directories bubblewrap makes for a mount point are root's, mode 0700: the sandbox user could
         # not reach what is bound beneath them.
-        for parent in _ancestors([*read, *write]):
+        for parent in _ancestors([*read, *write, *(inside for _, inside in view.binds)]):
             command += ["--perms", "0755", "--dir", parent]
         for path in read:
             command += ["--ro-bind", path, path]
         for path in write:
             command += ["--bind", path, path]
+        for source, inside in view.binds:
+            command += ["--bind", str(source), inside]
         command += ["--chdir", str(view.cwd)]
         if self.seccomp_file is not None:
             command += ["--seccomp", SECCOMP_FD]
@@ -350,6 +358,9 @@ def _system_mounts() -> list[str]:
             mounts += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             mounts += ["--ro-bind", path, path]
+    # Made first and searchable: a directory bubblewrap makes for a mount point is root's, mode 0700, and
+    # the sandbox user could not reach /etc/alternatives (awk, editors) or ld.so.cache behind it.
+    mounts += ["--perms", "0755", "--dir", "/etc"]
     for name in _ETC:
         path = f"/etc/{name}"
         if os.path.lexists(path):

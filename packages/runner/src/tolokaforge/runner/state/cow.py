@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, cast
 
+from tolokaforge.core.value_tables import VALUE_KEY, is_value_table, value_of
+
 from .clone import clone
 from .cow_dict import CowDict
 from .cow_list import CowList, list_diff
@@ -52,6 +54,12 @@ class CowTables(dict[str, Any]):
         value = super().__getitem__(name)
         if name in self._active or value is not self._base.get(name):
             return value
+        if is_value_table(value):
+            # A plain top-level value (core/value_tables.py): the tool gets its own copy of the value,
+            # and changes() compares it with the stored one.
+            presented = clone(value_of(value))
+            super().__setitem__(name, presented)
+            return presented
         view = self.views.get(name)
         if view is None or view.base is not value:
             if type(value) is list:
@@ -99,7 +107,9 @@ class CowTables(dict[str, Any]):
             base: Any = self._base[name]
             if value is base:
                 continue
-            if isinstance(value, CowList | CowDict) and self._active.get(name) is value:
+            if is_value_table(base):
+                operations = _value_replacement(base, value)
+            elif isinstance(value, CowList | CowDict) and self._active.get(name) is value:
                 operations = value.operations()
             elif (base_is_list := isinstance(base, list)) and isinstance(value, list):
                 replaced = [clone(item) for item in cast(list[Any], value)]
@@ -128,6 +138,14 @@ def _keyed_replacement(base: Mapping[str, Any], value: Mapping[str, Any]) -> lis
     ]
     operations.extend({"op": "delete", "key": key} for key in base if key not in value)
     return operations
+
+
+def _value_replacement(base: Any, value: Any) -> list[dict[str, Any]]:
+    """The upsert that stores a plain value's new state (none when it is equal to the stored one)."""
+    new = value_of(value) if is_value_table(value) else value
+    if new == value_of(base) and type(new) is type(value_of(base)):
+        return []
+    return [{"op": "upsert", "key": VALUE_KEY, "record": {"value": clone(new)}}]
 
 
 def apply_changes(tables: dict[str, Any], changes: Iterable[Mapping[str, Any]]) -> None:

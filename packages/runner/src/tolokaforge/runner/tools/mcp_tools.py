@@ -41,6 +41,7 @@ from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.models import ToolDescription, ToolSource
 from tolokaforge.core.tools_interface import GET_STATE_TOOL, SET_STATE_TOOL, STATE_TOOLS
+from tolokaforge.core.value_tables import present
 
 from ..errors import ToolFailure, ToolLoadError
 from ..process.confinement import Launch
@@ -135,7 +136,9 @@ class McpSource:
         if not self.syncs_state:
             return
         session = await self._ensure_started()
-        await self._state_call(session, SET_STATE_TOOL, {"state_json": json.dumps(tables, default=str)})
+        await self._state_call(
+            session, SET_STATE_TOOL, {"state_json": json.dumps(present(tables), default=str)}
+        )
 
     def take_state(self) -> dict[str, Any] | None:
         """A syncing server's tables after the last call, when it succeeded (once; None otherwise)."""
@@ -230,7 +233,7 @@ class McpSource:
                     await self._state_call(
                         session,
                         SET_STATE_TOOL,
-                        {"state_json": json.dumps(dict(self.current_state()), default=str)},
+                        {"state_json": json.dumps(present(self.current_state()), default=str)},
                     )
                 return session
             except ToolLoadError as error:

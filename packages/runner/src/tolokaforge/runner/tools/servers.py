@@ -24,10 +24,13 @@ from .mcp_tools import McpSource
 from .provider_tools import ProviderSource
 from .remote import RemoteTool, ToolSourceSession
 
-__all__ = ["RELAY_PORT", "ServerPlaces", "start_tool_servers"]
+__all__ = ["AGENT_VISIBLE_ROOT", "RELAY_PORT", "ServerPlaces", "start_tool_servers"]
 
 RELAY_PORT = 8765
 """The loopback port a sandboxed MCP server finds its trial's tables on (its own network namespace's)."""
+AGENT_VISIBLE_ROOT = "/env/fs/agent-visible"
+"""Where public packs' commands name the workspace (``cat /env/fs/agent-visible/x``): in the sandbox
+the workspace is bound there too, so a ``bash`` command sees it under both paths."""
 
 
 @dataclass(frozen=True)
@@ -50,9 +53,11 @@ class ServerPlaces:
     """The trial's socket on the runner's state gateway (state_gateway.py), for sandboxed MCP servers."""
 
     def view(self, cwd: Path) -> View:
-        """A server sees the trial's workspace (read-write) and the task's code (read-only)."""
+        """A server sees the trial's workspace (read-write, also at :data:`AGENT_VISIBLE_ROOT`) and the
+        task's code (read-only)."""
         read = (self.code_root,) if self.code_root is not None else ()
-        return View(cwd=cwd, write=(self.workspace,), read=read, cgroup=self.cgroup)
+        binds = ((self.workspace, AGENT_VISIBLE_ROOT),)
+        return View(cwd=cwd, write=(self.workspace,), read=read, cgroup=self.cgroup, binds=binds)
 
 
 async def start_tool_servers(

@@ -290,12 +290,13 @@ default_message_pool.register_message("tolokaforge.runner.v1", "CleanupTrialResp
 @dataclass(eq=False, repr=False)
 class ComponentItemResult(betterproto2.Message):
     """
-    One item of a list-shaped component: an env assertion, a τ² action or a τ² communicate string.
+    One item of a list-shaped component: an env assertion, a τ² action, a τ² communicate string,
+    or a terminal verifier's test (or its exit status).
     """
 
     component: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
     """
-    "env_assertions", "tau2_actions" or "tau2_communicate".
+    "env_assertions", "tau2_actions", "tau2_communicate" or "terminal_tests".
     """
 
     index: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
@@ -579,7 +580,7 @@ class Grade(betterproto2.Message):
     )
     """
     One row per item of the list-shaped components (env_assertions, tau2_actions,
-    tau2_communicate), in component then item order; empty when none ran.
+    tau2_communicate, terminal_tests), in component then item order; empty when none ran.
     """
 
 
@@ -627,6 +628,11 @@ class GradeComponents(betterproto2.Message):
     tau2_communicate: "float | None" = betterproto2.field(8, betterproto2.TYPE_DOUBLE, optional=True)
     """
     τ² communicate checks score (0 or 1); absent when not evaluated.
+    """
+
+    terminal_tests: "float | None" = betterproto2.field(9, betterproto2.TYPE_DOUBLE, optional=True)
+    """
+    Terminal-Bench verifier score (its reward, 0..1); absent when not evaluated.
     """
 
 

@@ -1,0 +1,1 @@
+"""Tool modules of ours that ship inside a task's tool code (see ../builtin_tools.py)."""

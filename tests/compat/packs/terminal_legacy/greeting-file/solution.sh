@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "Hello, $(cat name.txt)!" > hello.txt

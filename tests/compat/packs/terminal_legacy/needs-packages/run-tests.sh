@@ -1,0 +1,2 @@
+#!/bin/bash
+python3 -m pytest "$TEST_DIR/test_outputs.py" -v

@@ -1,0 +1,2 @@
+#!/bin/bash
+jq . config.json > pretty.json

@@ -213,11 +213,13 @@ ADDITIVE: dict[str, list[Field]] = {
     "HealthCheckResponse": [("accepts_task_digest", 6, "bool", ""), ("accepts_task_parts", 7, "bool", "")],
     # The spec's note on include_agent_system_prompt: explicit presence, as for trace_checks.
     "JudgeReport": [("include_agent_system_prompt", 8, "bool", "optional")],
-    # The τ²-style components: their scores (explicit presence, as trace_checks) and item rows.
+    # The τ²-style components and the Terminal-Bench verifier: their scores (explicit presence, as
+    # trace_checks) and item rows.
     "GradeComponents": [
         ("env_assertions", 6, "double", "optional"),
         ("tau2_actions", 7, "double", "optional"),
         ("tau2_communicate", 8, "double", "optional"),
+        ("terminal_tests", 9, "double", "optional"),
     ],
     "Grade": [("component_items", 12, "ComponentItemResult", "repeated")],
 }

@@ -2,7 +2,7 @@
 
 ``initial_state.rag`` (a corpus folder) backs ``search_kb``; ``initial_state.mock_web`` (a base URL)
 backs ``http_request``. Both tools are python tools whose code we ship in the pack's code bundle
-(``shipped/``, copied under ``_tolokaforge_builtin/``), with ``services.json`` naming what the pack's
+(``shipped_tools/``, copied under ``_tolokaforge_builtin/``), with ``services.json`` naming what the pack's
 tasks declare: they run in the trial's worker, inside its sandbox, like the pack's own tools. Every key
 of those blocks that this harness does not implement is refused with its path (docs/pack-format.md).
 """
@@ -25,7 +25,7 @@ from .problems import ProblemLog
 __all__ = ["SERVICE_TOOLS", "TYPESENSE_URL_VARIABLE", "PackServices"]
 
 PACKAGE = SHIPPED_PACKAGE
-_SHIPPED = Path(__file__).with_name("shipped")
+_SHIPPED = Path(__file__).with_name("shipped_tools")
 _MODULES = {"search_kb": "knowledge_base", "http_request": "mock_site"}
 _HELPERS = ("typesense_corpus",)
 """Shipped modules the tools' modules import."""

@@ -55,3 +55,29 @@ def test_a_pack_that_is_not_there_fails_its_load_item(run_pytest: RunPytest, tmp
     assert run.returncode == 1
     assert run.outcomes == {"tolokaforge[nowhere]::pack.yaml::load": "FAILED"}
     assert f"does not load: {tmp_path / 'nowhere'}: is not a directory" in run.output
+
+
+def test_a_project_with_nested_conftests_runs_its_tests_beside_the_pack(
+    run_pytest: RunPytest, packs_dir: Path, tmp_path: Path
+) -> None:
+    # A conftest below the root makes pytest call its hooks through a subset of the plugins, which
+    # pluggy keeps in a set: the plugin's objects must hash (they did not, and pytest stopped).
+    (tmp_path / "tests" / "unit").mkdir(parents=True)
+    (tmp_path / "tests" / "unit" / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.fixture\ndef two():\n    return 2\n"
+    )
+    (tmp_path / "tests" / "unit" / "test_own.py").write_text(
+        "def test_own(two):\n    assert two + two == 4\n"
+    )
+    run = run_pytest(
+        f"--tolokaforge-pack={packs_dir / 'retail'}",
+        "--tolokaforge-checks=load",
+        "-k",
+        "lookup_order_tracking or test_own",
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.output
+    assert run.outcomes == {
+        "tests/unit/test_own.py::test_own": "PASSED",
+        "tolokaforge[retail]::lookup_order_tracking::load": "PASSED",
+    }

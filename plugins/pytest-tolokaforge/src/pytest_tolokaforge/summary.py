@@ -25,7 +25,7 @@ class _Verdict:
     notes: list[str] = field(default_factory=list[str])
 
 
-@dataclass
+@dataclass(eq=False)  # a plugin object: pluggy keeps plugins in sets, so identity is its hash
 class SummaryRecorder:
     groups: dict[str, dict[str, _Verdict]] = field(default_factory=dict[str, dict[str, _Verdict]])
 

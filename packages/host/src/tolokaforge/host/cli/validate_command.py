@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
 import click
 
 from ..errors import PackLoadError
+from ..golden_check import check_golden_paths
+from ..llm.chat import DEFAULT_BASE_URL
 from ..packs import load_pack
 from .options import option
+from .run_command import judge_model_config
 
 __all__ = ["validate_command"]
 
@@ -28,7 +32,19 @@ __all__ = ["validate_command"]
     metavar="NAME",
     help="With --pack tau2:<domain>: τ²'s task split (base, train, test, full; telecom also small) [default: base].",
 )
-def validate_command(pack_path: Path, split: str | None) -> None:
+@option(
+    "--golden",
+    is_flag=True,
+    default=False,
+    help="Also play every task's golden path (golden actions; a terminal task's solution/solve.sh) on "
+    "the embedded runner: a task whose golden trial does not pass is a problem.",
+)
+@option(
+    "--judge-model",
+    default=None,
+    help="With --golden: the judge for tasks graded by an LLM judge (e.g. tolokaforge-mock-judge).",
+)
+def validate_command(pack_path: Path, split: str | None, golden: bool, judge_model: str | None) -> None:
     """Check a pack: every file, key, referenced file and tool, all problems in one report."""
     try:
         pack = load_pack(pack_path, split=split)
@@ -40,7 +56,23 @@ def validate_command(pack_path: Path, split: str | None) -> None:
     tools = {
         tool.name for loaded in pack.tasks for tool in (*loaded.task.agent_tools, *loaded.task.user_tools)
     }
+    # Built-in tools a provider serves are named by the server's enabled list (an MCP server's own
+    # tools are known only once it runs).
+    tools |= {
+        name for loaded in pack.tasks for server in loaded.task.tool_servers for name in server.enabled or ()
+    }
     for skipped in pack.skipped:
         click.echo(f"SKIPPED {skipped.task_id}: {skipped.reason}")
     skipped_note = f" ({len(pack.skipped)} skipped)" if pack.skipped else ""
+    if golden:
+        judge = judge_model_config(judge_model, DEFAULT_BASE_URL, None) if judge_model else None
+        check = asyncio.run(check_golden_paths(pack, judge_model=judge))
+        for task_id in check.without_path:
+            click.echo(f"NO GOLDEN PATH {task_id}: no golden_actions and no golden_response to play")
+        for task_id, reason in check.failed.items():
+            click.echo(f"{task_id}: golden path did not pass: {reason}")
+        if check.failed:
+            click.echo(f"{len(check.failed)} problem(s) in {pack_path}", err=True)
+            sys.exit(1)
+        skipped_note += f", {len(check.passed)} golden paths passed"
     click.echo(f"{pack.name}: {len(pack.tasks)} tasks{skipped_note}, {len(tools)} tools: OK")

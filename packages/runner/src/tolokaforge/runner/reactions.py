@@ -254,8 +254,8 @@ def settle(name: str, spec: OperationSpec, reply: Reply) -> str:
             structured = json.loads(reply.output)
         except json.JSONDecodeError as problem:
             raise _violation(name, f"output is not JSON: {problem}", raw=reply.output[:2000]) from problem
-    if spec.output_validator is not None:
-        errors = [e.message for e in spec.output_validator.iter_errors(structured)]  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if spec.output_check is not None:
+        errors = [e.message for e in spec.output_check.errors(structured)]
         if errors:
             raise _violation(
                 name,

@@ -16,7 +16,7 @@ from tolokaforge.core.models import ToolDescription
 from tolokaforge.core.tool_result import ReportedError
 
 from ..errors import ToolLoadError
-from .arguments import ArgumentCheck
+from .schema_check import SchemaCheck
 
 __all__ = ["Tool", "ToolRegistry", "compile_parameters"]
 
@@ -29,12 +29,12 @@ class Tool(Protocol):
     def description(self) -> ToolDescription: ...
 
     @property
-    def validator(self) -> ArgumentCheck: ...
+    def validator(self) -> SchemaCheck: ...
 
     def invoke(self, data: dict[str, Any], arguments: Mapping[str, Any]) -> str | ReportedError: ...
 
 
-def compile_parameters(description: ToolDescription) -> ArgumentCheck:
+def compile_parameters(description: ToolDescription) -> SchemaCheck:
     """The tool's argument check; a schema that is not valid JSON Schema fails registration."""
     try:
         return _compiled(json.dumps(description.parameters, sort_keys=True))
@@ -47,14 +47,14 @@ def compile_parameters(description: ToolDescription) -> ArgumentCheck:
 
 
 @functools.lru_cache(maxsize=4096)
-def _compiled(parameters_json: str) -> ArgumentCheck:
+def _compiled(parameters_json: str) -> SchemaCheck:
     # Checking a schema against the metaschema costs milliseconds, and every trial of a task registers
     # the same schemas: compile each distinct schema once. Validators are immutable, so sharing is safe.
     parameters = json.loads(parameters_json)
     Draft202012Validator.check_schema(parameters)
     if parameters.get("type", "object") != "object":
         raise ValueError(f"parameters must describe an object, not {parameters.get('type')!r}")
-    return ArgumentCheck.of(Draft202012Validator(parameters))
+    return SchemaCheck.of(Draft202012Validator(parameters))
 
 
 @dataclass

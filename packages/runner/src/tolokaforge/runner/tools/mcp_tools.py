@@ -47,6 +47,7 @@ from ..errors import ToolFailure, ToolLoadError
 from ..process.confinement import Launch
 from .mcp_stdio import UNREADABLE_REPLY, StdioServer
 from .remote import CallInfo, CallNotDelivered, OperationSpec, Reply, ReplyError
+from .schema_check import SchemaCheck
 
 __all__ = ["McpSource"]
 
@@ -360,7 +361,7 @@ def _render(content: Sequence[Any]) -> str:
 
 
 def _describe_tool(server: str, tool: mcp_types.Tool) -> tuple[OperationSpec, ToolDescription]:
-    validator: Draft202012Validator | None = None
+    validator: SchemaCheck | None = None
     if tool.output_schema is not None:
         try:
             Draft202012Validator.check_schema(tool.output_schema)
@@ -368,7 +369,7 @@ def _describe_tool(server: str, tool: mcp_types.Tool) -> tuple[OperationSpec, To
             raise ToolLoadError(
                 f"MCP tool {tool.name!r}: outputSchema is not a JSON Schema: {error.message}"
             ) from error
-        validator = Draft202012Validator(tool.output_schema)
+        validator = SchemaCheck.of_schema(tool.output_schema)
     hints = tool.annotations
     read_only = bool(hints is not None and hints.read_only_hint)
     spec = OperationSpec(
@@ -376,7 +377,7 @@ def _describe_tool(server: str, tool: mcp_types.Tool) -> tuple[OperationSpec, To
         # MCP has no kinds; the read-only hint is the closest: such a tool is a data source.
         kind="data_source" if read_only else "resource",
         idempotent=bool(hints is not None and hints.idempotent_hint),
-        output_validator=validator,
+        output_check=validator,
     )
     description = ToolDescription(
         name=tool.name,

@@ -57,6 +57,7 @@ from ..process.confinement import Confinement, View
 from ..process.sandbox import Limits, scrubbed_env
 from .child_process import ChildProcess
 from .remote import CallInfo, OperationKind, OperationSpec, Reply, ReplyError
+from .schema_check import SchemaCheck
 
 __all__ = ["ProviderSource"]
 
@@ -391,7 +392,7 @@ def _describe_operation(provider: str, schema: OperationSchema) -> tuple[Operati
         name=schema.name,
         kind=kind,
         idempotent=schema.idempotent,
-        output_validator=Draft202012Validator(output) if output is not None else None,
+        output_check=SchemaCheck.of_schema(output) if output is not None else None,
         process_backed=schema.process_backed,
         streaming=schema.streaming,
         concurrency_safe=concurrency.safe if concurrency is not None else False,

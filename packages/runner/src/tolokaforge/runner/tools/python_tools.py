@@ -21,8 +21,8 @@ from tolokaforge.core.tool_result import ReportedError
 
 from ..code_loader import CodeBundle
 from ..errors import ToolLoadError
-from .arguments import ArgumentCheck
 from .base import compile_parameters
+from .schema_check import SchemaCheck
 
 __all__ = ["Finished", "PythonTool", "WorkerTool", "load_python_tool", "worker_tool"]
 
@@ -40,7 +40,7 @@ class Finished(NamedTuple):
 @dataclass(frozen=True)
 class PythonTool:
     description: ToolDescription
-    validator: ArgumentCheck
+    validator: SchemaCheck
     target: Any  # the tool class; its ``invoke`` is a static method
 
     def invoke(self, data: dict[str, Any], arguments: Mapping[str, Any]) -> str | ReportedError:
@@ -56,7 +56,7 @@ class WorkerTool:
     """A python tool whose code only ever runs in the trial's worker process."""
 
     description: ToolDescription
-    validator: ArgumentCheck
+    validator: SchemaCheck
     module_path: str
     class_name: str
 

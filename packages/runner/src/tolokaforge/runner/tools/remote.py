@@ -18,12 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from jsonschema import Draft202012Validator
-
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.models import ToolDescription
 
-from .arguments import ArgumentCheck
+from .schema_check import SchemaCheck
 
 __all__ = [
     "STREAM_TAIL_BYTES",
@@ -50,7 +48,7 @@ class OperationSpec:
     """The operation's name at the source (the model may see it under a prefix)."""
     kind: OperationKind
     idempotent: bool
-    output_validator: Draft202012Validator | None = None
+    output_check: SchemaCheck | None = None
     process_backed: bool = False
     streaming: bool = False
     concurrency_safe: bool = False
@@ -155,7 +153,7 @@ class RemoteTool:
     """A tool the model calls whose code runs in a source's child process."""
 
     description: ToolDescription
-    validator: ArgumentCheck
+    validator: SchemaCheck
     spec: OperationSpec
     source: ToolSourceSession
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from tolokaforge.runner.tools.arguments import ArgumentCheck
+from tolokaforge.runner.tools.schema_check import SchemaCheck
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-5, 5, allow_nan=False) | st.text(max_size=4),
@@ -70,7 +70,7 @@ def test_what_the_compiled_check_accepts_jsonschema_accepts(
         Draft202012Validator.check_schema(schema)
     except SchemaError:
         assume(False)  # the runner refuses such a schema at registration
-    check = ArgumentCheck.of(Draft202012Validator(schema))
+    check = SchemaCheck.of(Draft202012Validator(schema))
     for instance in instances:
         full_ok = Draft202012Validator(schema).is_valid(instance)  # pyright: ignore[reportUnknownMemberType]
         assert (not check.errors(instance)) == full_ok  # the check's verdict is always jsonschema's
@@ -89,7 +89,7 @@ def test_a_typical_tool_schema_gets_the_compiled_check_and_its_errors_are_jsonsc
         "required": ["order_id"],
         "additionalProperties": False,
     }
-    check = ArgumentCheck.of(Draft202012Validator(schema))
+    check = SchemaCheck.of(Draft202012Validator(schema))
     assert check.fast is not None
     assert check.errors({"order_id": "O-1", "count": 2}) == []
     assert check.errors({"order_id": "O-1", "count": 2.0}) == []  # 2020-12: an integral float is an integer
@@ -99,7 +99,7 @@ def test_a_typical_tool_schema_gets_the_compiled_check_and_its_errors_are_jsonsc
 
 def test_defaults_are_never_written_into_the_arguments() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "string", "default": "x"}}}
-    check = ArgumentCheck.of(Draft202012Validator(schema))
+    check = SchemaCheck.of(Draft202012Validator(schema))
     arguments: dict[str, Any] = {}
     assert check.fast is not None and check.errors(arguments) == [] and arguments == {}
 
@@ -111,4 +111,4 @@ def test_keywords_that_differ_between_drafts_leave_jsonschema_alone() -> None:
         {"enum": [1, True]},
         {"$ref": "#/$defs/x", "$defs": {"x": {"type": "string"}}},
     ):
-        assert ArgumentCheck.of(Draft202012Validator(schema)).fast is None, schema
+        assert SchemaCheck.of(Draft202012Validator(schema)).fast is None, schema

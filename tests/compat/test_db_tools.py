@@ -12,30 +12,23 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 
-from tolokaforge.host.cli import main
+if TYPE_CHECKING:
+    from conftest import Cli
 
 PACK = Path(__file__).parent / "packs" / "db_tools"
 
 
-def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as done:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(done.value.code or 0), out + err
-
-
-def _scripted(tmp_path: Path, turns: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> Path:
+def _scripted(tmp_path: Path, turns: list[dict[str, Any]], cli: Cli) -> Path:
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump(turns))
     run = tmp_path / "run"
-    code, out = _cli(
-        ["run", "--pack", str(PACK), "--agent", "scripted", "--script", str(script), "--output", str(run)],
-        capsys,
+    code, out = cli(
+        ["run", "--pack", str(PACK), "--agent", "scripted", "--script", str(script), "--output", str(run)]
     )
     assert code == 0, out  # every trial graded: a tool's error is an answer, never a runner failure
     return run
@@ -53,17 +46,17 @@ def _call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
 
-def test_the_pack_validates(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = _cli(["validate", "--pack", str(PACK)], capsys)
+def test_the_pack_validates(cli: Cli) -> None:
+    code, out = cli(["validate", "--pack", str(PACK)])
     assert code == 0, out
     assert "db_tools: 1 tasks, 4 tools: OK" in out
 
 
 @pytest.mark.parametrize("isolation", ["sandbox", "thread"])
-def test_golden_replay_passes(isolation: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_golden_replay_passes(isolation: str, tmp_path: Path, cli: Cli) -> None:
     # thread: the tools of concurrent trials share one module (and SQL view) in the runner's process.
     run = tmp_path / "run"
-    code, out = _cli(
+    code, out = cli(
         [
             "run",
             "--pack",
@@ -76,8 +69,7 @@ def test_golden_replay_passes(isolation: str, tmp_path: Path, capsys: pytest.Cap
             "2",
             "--output",
             str(run),
-        ],
-        capsys,
+        ]
     )
     assert code == 0, out
     assert out.strip().splitlines()[-1] == "exit 0: all 2 trials graded; pass rate 1.000 (2/2 passed)"
@@ -99,9 +91,7 @@ def test_golden_replay_passes(isolation: str, tmp_path: Path, capsys: pytest.Cap
     assert json.loads(found)[0]["status"] == "ordered"
 
 
-def test_ordering_one_book_too_few_fails_naming_the_check(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_ordering_one_book_too_few_fails_naming_the_check(tmp_path: Path, cli: Cli) -> None:
     dune = "978-0441013593"
     run = _scripted(
         tmp_path,
@@ -120,7 +110,7 @@ def test_ordering_one_book_too_few_fails_naming_the_check(
             ),
             {"content": "Dune is ordered and back on the shelf.", "done": True},
         ],
-        capsys,
+        cli,
     )
     summary = yaml.safe_load((run / "summary.yaml").read_text())
     [failure] = summary["failures"]
@@ -130,7 +120,7 @@ def test_ordering_one_book_too_few_fails_naming_the_check(
 
 
 def test_errors_are_answers_the_model_reads_and_a_failed_update_changes_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, cli: Cli
 ) -> None:
     run = _scripted(
         tmp_path,
@@ -150,7 +140,7 @@ def test_errors_are_answers_the_model_reads_and_a_failed_update_changes_nothing(
             _call("sql_query", query="SELECT stock FROM books WHERE title = 'Dune'"),
             {"content": "Nothing changed.", "done": True},
         ],
-        capsys,
+        cli,
     )
     answers = _answers(run)
     assert answers[0].startswith("Error: Query failed: '$.books[?(@.stock ==' is not a JSONPath")
@@ -177,14 +167,12 @@ def test_errors_are_answers_the_model_reads_and_a_failed_update_changes_nothing(
     assert [call["error_category"] for call in calls[:5]] == ["EXECUTION_FAILED"] * 5
 
 
-def test_a_pack_folder_named_like_the_shipped_code_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_pack_folder_named_like_the_shipped_code_is_refused(tmp_path: Path, cli: Cli) -> None:
     pack = tmp_path / "db_tools"
     shutil.copytree(PACK, pack)
     (pack / "_tolokaforge_builtin").mkdir()
     (pack / "_tolokaforge_builtin" / "db_tools.py").write_text("TOOLS = {}\n")
-    code, out = _cli(["validate", "--pack", str(pack)], capsys)
+    code, out = cli(["validate", "--pack", str(pack)])
     assert code != 0, out
     assert (
         "tools.agent.enabled" in out

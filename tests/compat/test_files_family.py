@@ -10,25 +10,19 @@ workspace is refused (permission_denied) without breaking the trial or touching 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 
-from tolokaforge.host.cli import main
+if TYPE_CHECKING:
+    from conftest import Cli
 
 PACK = Path(__file__).parent / "packs" / "files_family"
 TASK = "tidy_workspace"
 GOLDEN = yaml.safe_load((PACK / "tasks" / TASK / "grading.yaml").read_text())["state_checks"]["hash"][
     "golden_actions"
 ]
-
-
-def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as done:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(done.value.code or 0), out + err
 
 
 def _file(run: Path, name: str) -> dict[str, Any]:
@@ -39,29 +33,26 @@ def _answers(run: Path) -> list[str]:
     return [m["content"] for m in _file(run, "trajectory.yaml")["messages"] if m["role"] == "tool"]
 
 
-def _scripted(tmp_path: Path, calls: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> Path:
+def _scripted(tmp_path: Path, calls: list[dict[str, Any]], cli: Cli) -> Path:
     turns = [{"tool_calls": [{"name": c["name"], "arguments": c["kwargs"]}]} for c in calls]
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump([*turns, {"content": "Done.", "done": True}]))
     run = tmp_path / "run"
-    code, out = _cli(
-        ["run", "--pack", str(PACK), "--agent", "scripted", "--script", str(script), "--output", str(run)],
-        capsys,
+    code, out = cli(
+        ["run", "--pack", str(PACK), "--agent", "scripted", "--script", str(script), "--output", str(run)]
     )
     assert code == 0, out  # every trial graded
     return run
 
 
-def test_the_pack_validates(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = _cli(["validate", "--pack", str(PACK)], capsys)
+def test_the_pack_validates(cli: Cli) -> None:
+    code, out = cli(["validate", "--pack", str(PACK)])
     assert code == 0, out
 
 
-def test_golden_path_uses_every_file_tool_and_passes(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_golden_path_uses_every_file_tool_and_passes(tmp_path: Path, cli: Cli) -> None:
     run = tmp_path / "run"
-    code, out = _cli(["run", "--pack", str(PACK), "--agent", "golden", "--output", str(run)], capsys)
+    code, out = cli(["run", "--pack", str(PACK), "--agent", "golden", "--output", str(run)])
     assert code == 0, out
     grade = _file(run, "grade.yaml")
     assert grade["binary_pass"] is True and grade["score"] == 1.0, grade["reasons"]
@@ -79,16 +70,14 @@ def test_golden_path_uses_every_file_tool_and_passes(
     ]
 
 
-def test_a_planted_move_instead_of_copy_fails_naming_the_check(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_planted_move_instead_of_copy_fails_naming_the_check(tmp_path: Path, cli: Cli) -> None:
     planted = [
         {"name": "move_file", "kwargs": {"source": "inbox/meeting.md", "destination": "archive/meeting.md"}}
         if call["name"] == "copy_file"
         else call
         for call in GOLDEN
     ]
-    run = _scripted(tmp_path, planted, capsys)
+    run = _scripted(tmp_path, planted, cli)
     grade = _file(run, "grade.yaml")
     assert grade["binary_pass"] is False and grade["components"]["state_checks"] == pytest.approx(7 / 8)
     failed = [r for r in grade["reasons"] if "the notes stay in the inbox" in r]
@@ -96,9 +85,7 @@ def test_a_planted_move_instead_of_copy_fails_naming_the_check(
     assert grade["components"]["transcript_rules"] < 1.0  # copy_file was never called
 
 
-def test_reaching_outside_the_workspace_is_refused_and_changes_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_reaching_outside_the_workspace_is_refused_and_changes_nothing(tmp_path: Path, cli: Cli) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text("keep me")
     attempts = [
@@ -109,7 +96,7 @@ def test_reaching_outside_the_workspace_is_refused_and_changes_nothing(
         {"name": "delete_file", "kwargs": {"path": "../inbox"}},
         {"name": "grep_workspace", "kwargs": {"pattern": "root", "path": "/etc"}},
     ]
-    run = _scripted(tmp_path, attempts, capsys)
+    run = _scripted(tmp_path, attempts, cli)
     calls = _file(run, "trajectory.yaml")["tool_calls"]
     assert [c["name"] for c in calls] == [a["name"] for a in attempts]
     for call in calls:

@@ -9,34 +9,26 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 
-from tolokaforge.host.cli import main
+if TYPE_CHECKING:
+    from conftest import Cli
 
 PACK = Path(__file__).parent / "packs" / "http_mock"
 TASK = Path("tasks/web/order_status")
 SITE = "http://mock-web:8080"
 
 
-def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as done:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(done.value.code or 0), out + err
-
-
 def _trial(run: Path, task: str = "order_status") -> dict[str, Any]:
     return yaml.safe_load((run / "trials" / task / "0" / "trajectory.yaml").read_text())
 
 
-def test_golden_replay_passes_reading_the_tracker_and_booking_the_hotel(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_golden_replay_passes_reading_the_tracker_and_booking_the_hotel(tmp_path: Path, cli: Cli) -> None:
     run = tmp_path / "run"
-    code, out = _cli(["run", "--pack", str(PACK), "--agent", "golden", "--output", str(run)], capsys)
+    code, out = cli(["run", "--pack", str(PACK), "--agent", "golden", "--output", str(run)])
     assert code == 0, out
     assert out.strip().splitlines()[-1] == "exit 0: all 2 trials graded; pass rate 1.000 (2/2 passed)"
     [tool_message] = [m for m in _trial(run)["messages"] if m["role"] == "tool"]
@@ -48,9 +40,7 @@ def test_golden_replay_passes_reading_the_tracker_and_booking_the_hotel(
     )
 
 
-def test_booking_the_wrong_hotel_fails_on_the_trials_table(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_booking_the_wrong_hotel_fails_on_the_trials_table(tmp_path: Path, cli: Cli) -> None:
     form = {"name": "Ada Byron", "hotel": "mountain_lodge", "checkin": "2026-07-01", "checkout": "2026-07-04"}
     call = {
         "name": "http_request",
@@ -70,7 +60,7 @@ def test_booking_the_wrong_hotel_fails_on_the_trials_table(
         "--script",
         str(script),
     ]
-    code, out = _cli([*args, "--output", str(run)], capsys)
+    code, out = cli([*args, "--output", str(run)])
     assert code == 0, out
     [failure] = yaml.safe_load((run / "summary.yaml").read_text())["failures"]
     assert failure["kind"] == "failed" and "the seaside hotel is booked" in failure["reason"], failure
@@ -80,9 +70,7 @@ def _call(url: str, method: str = "GET") -> dict[str, Any]:
     return {"tool_calls": [{"name": "http_request", "arguments": {"method": method, "url": url}}]}
 
 
-def test_a_wrong_answer_fails_and_each_failure_has_its_category(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_wrong_answer_fails_and_each_failure_has_its_category(tmp_path: Path, cli: Cli) -> None:
     script = tmp_path / "wrong.yaml"
     turns = [
         _call(f"{SITE}/"),  # the site's index page
@@ -107,7 +95,7 @@ def test_a_wrong_answer_fails_and_each_failure_has_its_category(
         "--script",
         str(script),
     ]
-    code, out = _cli([*args, "--output", str(run)], capsys)
+    code, out = cli([*args, "--output", str(run)])
     assert code == 0, out
     [failure] = yaml.safe_load((run / "summary.yaml").read_text())["failures"]
     assert failure["kind"] == "failed" and "did not communicate 'customs'" in failure["reason"]
@@ -142,7 +130,7 @@ def test_a_wrong_answer_fails_and_each_failure_has_its_category(
     ],
 )
 def test_validate_refuses_a_bad_mock_web_block_with_its_key(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], mock_web: dict[str, Any] | None, key: str, says: str
+    tmp_path: Path, cli: Cli, mock_web: dict[str, Any] | None, key: str, says: str
 ) -> None:
     root = tmp_path / "pack"
     shutil.copytree(PACK, root)
@@ -153,6 +141,6 @@ def test_validate_refuses_a_bad_mock_web_block_with_its_key(
     else:
         task["initial_state"]["mock_web"] = mock_web
     task_file.write_text(yaml.safe_dump(task))
-    code, out = _cli(["validate", "--pack", str(root)], capsys)
+    code, out = cli(["validate", "--pack", str(root)])
     assert code != 0
     assert key in out and says in out, out

@@ -9,34 +9,24 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 
-from tolokaforge.host.cli import main
+if TYPE_CHECKING:
+    from conftest import Cli
 
 PACK = Path(__file__).parent / "packs" / "knowledge_base"
 TASK = Path("tasks/support/handbook_lookup")
-
-
-def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as done:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(done.value.code or 0), out + err
 
 
 def _trial(run: Path) -> dict[str, Any]:
     return yaml.safe_load((run / "trials" / "handbook_lookup" / "0" / "trajectory.yaml").read_text())
 
 
-def test_golden_replay_passes_and_finds_the_laptop_policy(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, out = _cli(
-        ["run", "--pack", str(PACK), "--agent", "golden", "--output", str(tmp_path / "run")], capsys
-    )
+def test_golden_replay_passes_and_finds_the_laptop_policy(tmp_path: Path, cli: Cli) -> None:
+    code, out = cli(["run", "--pack", str(PACK), "--agent", "golden", "--output", str(tmp_path / "run")])
     assert code == 0, out
     assert out.strip().splitlines()[-1] == "exit 0: all 2 trials graded; pass rate 1.000 (2/2 passed)"
     [tool_message] = [m for m in _trial(tmp_path / "run")["messages"] if m["role"] == "tool"]
@@ -48,7 +38,7 @@ def test_golden_replay_passes_and_finds_the_laptop_policy(
 
 
 def test_a_wrong_answer_fails_naming_the_rule_and_a_bad_argument_is_invalid_arguments(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, cli: Cli
 ) -> None:
     script = tmp_path / "wrong.yaml"
     script.write_text(
@@ -61,7 +51,7 @@ def test_a_wrong_answer_fails_naming_the_rule_and_a_bad_argument_is_invalid_argu
         )
     )
     run = tmp_path / "run"
-    code, out = _cli(
+    code, out = cli(
         [
             "run",
             "--pack",
@@ -74,8 +64,7 @@ def test_a_wrong_answer_fails_naming_the_rule_and_a_bad_argument_is_invalid_argu
             str(script),
             "--output",
             str(run),
-        ],
-        capsys,
+        ]
     )
     assert code == 0, out
     summary = yaml.safe_load((run / "summary.yaml").read_text())
@@ -89,9 +78,7 @@ def test_a_wrong_answer_fails_naming_the_rule_and_a_bad_argument_is_invalid_argu
     assert calls[1]["status"] == "INVALID_ARGUMENTS" and calls[1]["error_category"] == "INVALID_ARGUMENTS"
 
 
-def test_beside_the_packs_own_tool_a_wrong_answer_recorded_fails_on_state(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_beside_the_packs_own_tool_a_wrong_answer_recorded_fails_on_state(tmp_path: Path, cli: Cli) -> None:
     script = tmp_path / "wrong.yaml"
     close = {"name": "close_ticket", "arguments": {"ticket_id": "T-12", "answer": "up to 30 euros a day"}}
     turns = [
@@ -112,7 +99,7 @@ def test_beside_the_packs_own_tool_a_wrong_answer_recorded_fails_on_state(
         "--script",
         str(script),
     ]
-    code, out = _cli([*args, "--output", str(run)], capsys)
+    code, out = cli([*args, "--output", str(run)])
     assert code == 0, out
     [failure] = yaml.safe_load((run / "summary.yaml").read_text())["failures"]
     assert failure == {
@@ -167,33 +154,31 @@ def _broken_copy(tmp_path: Path, rag: dict[str, Any] | None, enabled: list[str])
 )
 def test_validate_refuses_a_bad_rag_block_with_its_key(
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     rag: dict[str, Any] | None,
     enabled: list[str],
     key: str,
     says: str,
 ) -> None:
     root = _broken_copy(tmp_path, rag, enabled)
-    code, out = _cli(["validate", "--pack", str(root)], capsys)
+    code, out = cli(["validate", "--pack", str(root)])
     assert code != 0
     assert key in out and says in out, out
 
 
-def test_validate_refuses_an_empty_corpus(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_refuses_an_empty_corpus(tmp_path: Path, cli: Cli) -> None:
     root = _broken_copy(tmp_path, {"corpus_dir": "rag/empty"}, ["search_kb"])
     (root / TASK / "rag" / "empty").mkdir()
     (root / TASK / "rag" / "empty" / "blank.md").write_text("  \n")
-    code, out = _cli(["validate", "--pack", str(root)], capsys)
+    code, out = cli(["validate", "--pack", str(root)])
     assert code != 0 and "holds no non-empty .md or .txt document" in out, out
 
 
-def test_validate_refuses_a_pack_folder_named_like_our_tool_code(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_validate_refuses_a_pack_folder_named_like_our_tool_code(tmp_path: Path, cli: Cli) -> None:
     root = tmp_path / "pack"
     shutil.copytree(PACK, root)
     (root / "_tolokaforge_builtin").mkdir()
     (root / "_tolokaforge_builtin" / "knowledge_base.py").write_text("TOOLS = {}\n")
-    code, out = _cli(["validate", "--pack", str(root)], capsys)
+    code, out = cli(["validate", "--pack", str(root)])
     assert code != 0
     assert "tools.agent.enabled: the pack's folder _tolokaforge_builtin/ is reserved" in out, out

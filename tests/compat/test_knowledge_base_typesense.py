@@ -16,13 +16,14 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
 
-from tolokaforge.host.cli import main
+if TYPE_CHECKING:
+    from conftest import Cli
 
 PACK = Path(__file__).parent / "packs" / "knowledge_base"
 KEY = "test-key-3141"
@@ -121,19 +122,12 @@ def typesense(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_Typesense]]:
         thread.join()
 
 
-def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as done:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(done.value.code or 0), out + err
-
-
 def test_golden_replay_passes_with_the_corpus_in_the_server(
-    typesense: type[_Typesense], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    typesense: type[_Typesense], tmp_path: Path, cli: Cli
 ) -> None:
     run = tmp_path / "run"
     args = ["run", "--pack", str(PACK), "--agent", "golden", "--isolation", "thread", "--output", str(run)]
-    code, out = _cli(args, capsys)
+    code, out = cli(args)
     assert code == 0, out
     assert out.strip().splitlines()[-1] == "exit 0: all 2 trials graded; pass rate 1.000 (2/2 passed)"
     # One collection per corpus of the pack, each named by its documents.
@@ -147,13 +141,13 @@ def test_golden_replay_passes_with_the_corpus_in_the_server(
     assert hit["source"] == "laptops.md" and hit["retrieval_method"] == "typesense" and hit["score"] == 0.5
 
     # A second run finds the collection (named by its documents) and indexes nothing again.
-    code, out = _cli([*args[:-1], str(tmp_path / "again")], capsys)
+    code, out = cli([*args[:-1], str(tmp_path / "again")])
     assert code == 0, out
     assert sorted(len(c["docs"]) for c in typesense.collections.values()) == [2, 3]
 
 
 def test_a_sandboxed_run_is_refused_naming_the_key_it_cannot_see(
-    typesense: type[_Typesense], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    typesense: type[_Typesense], tmp_path: Path, cli: Cli
 ) -> None:
     run = tmp_path / "run"
     args = [
@@ -167,7 +161,7 @@ def test_a_sandboxed_run_is_refused_naming_the_key_it_cannot_see(
         "--output",
         str(run),
     ]
-    code, out = _cli(args, capsys)
+    code, out = cli(args)
     assert code == 1, out
     summary = yaml.safe_load((run / "summary.yaml").read_text())
     [failure] = summary["failures"]

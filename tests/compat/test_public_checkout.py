@@ -18,12 +18,13 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
 import yaml
 
-from tolokaforge.host.cli import main
+if TYPE_CHECKING:
+    from conftest import Cli
 
 REPO = Path(__file__).resolve().parents[2]
 LLM_KEY = "sk-loopback-public-checkout"
@@ -99,21 +100,13 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     server.server_close()
 
 
-def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as done:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(done.value.code or 0), out + err
-
-
 def _call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
 
 def _run(
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     pack: Path,
     turns: list[dict[str, Any]] | None,
     *extra: str,
@@ -125,7 +118,7 @@ def _run(
         script.write_text(yaml.safe_dump(turns, sort_keys=False))
         agent = ["--agent", "scripted", "--script", str(script)]
     run = tmp_path / "run"
-    code, out = _cli(["run", "--pack", str(pack), *agent, "--output", str(run), *extra], capsys)
+    code, out = cli(["run", "--pack", str(pack), *agent, "--output", str(run), *extra])
     assert code in (0, 1), out
     grades: dict[str, dict[str, Any]] = {}
     for path in sorted((run / "trials").glob("*/*/grade.yaml")):
@@ -150,17 +143,13 @@ CALC_WRONG = [
 ]
 
 
-def test_calc_basic_passes_as_it_is(
-    checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    grades = _run(tmp_path, capsys, checkout / "tests/data/tasks/calc_basic", CALC_RIGHT)
+def test_calc_basic_passes_as_it_is(checkout: Path, tmp_path: Path, cli: Cli) -> None:
+    grades = _run(tmp_path, cli, checkout / "tests/data/tasks/calc_basic", CALC_RIGHT)
     assert grades["calc_basic"]["binary_pass"] is True
 
 
-def test_calc_basic_planted_mistake_fails_naming_the_file(
-    checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    grades = _run(tmp_path, capsys, checkout / "tests/data/tasks/calc_basic", CALC_WRONG)
+def test_calc_basic_planted_mistake_fails_naming_the_file(checkout: Path, tmp_path: Path, cli: Cli) -> None:
+    grades = _run(tmp_path, cli, checkout / "tests/data/tasks/calc_basic", CALC_WRONG)
     grade = grades["calc_basic"]
     assert grade["binary_pass"] is False
     assert "result.txt" in _reasons(grade)
@@ -169,16 +158,14 @@ def test_calc_basic_planted_mistake_fails_naming_the_file(
 # -- food_delivery_2: a module-shaped MCP server, golden hash replay, custom checks with imports -----
 
 
-def test_food_delivery_golden_passes_every_task(
-    checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    grades = _run(tmp_path, capsys, checkout / "tests/data/projects/food_delivery_2", None)
+def test_food_delivery_golden_passes_every_task(checkout: Path, tmp_path: Path, cli: Cli) -> None:
+    grades = _run(tmp_path, cli, checkout / "tests/data/projects/food_delivery_2", None)
     assert set(grades) == {"order_modify_with_checks", "order_six_items_golden"}
     assert all(grade["binary_pass"] for grade in grades.values()), grades
 
 
 def test_food_delivery_planted_mistake_fails_on_the_state_hash(
-    checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], llm: str
+    checkout: Path, tmp_path: Path, cli: Cli, llm: str
 ) -> None:
     # One of the three orders placed, with the wrong quantity: the hash replay must tell.
     turns = [
@@ -196,7 +183,7 @@ def test_food_delivery_planted_mistake_fails_on_the_state_hash(
     pack = checkout / "tests/data/projects/food_delivery_2"
     grades = _run(
         tmp_path,
-        capsys,
+        cli,
         pack,
         turns,
         "--task",
@@ -222,22 +209,18 @@ MINIMAL_RIGHT = [
 ]
 
 
-def test_package_api_minimal_passes_as_it_is(
-    checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    grades = _run(tmp_path, capsys, checkout / "examples/package_api/minimal_dataset", MINIMAL_RIGHT)
+def test_package_api_minimal_passes_as_it_is(checkout: Path, tmp_path: Path, cli: Cli) -> None:
+    grades = _run(tmp_path, cli, checkout / "examples/package_api/minimal_dataset", MINIMAL_RIGHT)
     assert grades["package_public_example_01"]["binary_pass"] is True
 
 
-def test_package_api_minimal_planted_mistake_fails(
-    checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_package_api_minimal_planted_mistake_fails(checkout: Path, tmp_path: Path, cli: Cli) -> None:
     wrong = [
         *MINIMAL_RIGHT[:1],
         _call("write_file", path="submissions/answer.md", content="6 + 7 = 13\n"),
         MINIMAL_RIGHT[2],
     ]
-    grades = _run(tmp_path, capsys, checkout / "examples/package_api/minimal_dataset", wrong)
+    grades = _run(tmp_path, cli, checkout / "examples/package_api/minimal_dataset", wrong)
     grade = grades["package_public_example_01"]
     assert grade["binary_pass"] is False
     assert "expected computed value" in _reasons(grade)
@@ -258,19 +241,15 @@ GRADING_RIGHT = [
 ]
 
 
-def test_custom_grading_passes_with_its_judge(
-    checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], llm: str
-) -> None:
+def test_custom_grading_passes_with_its_judge(checkout: Path, tmp_path: Path, cli: Cli, llm: str) -> None:
     _Chat.judge_needle = "rollback"
     pack = checkout / "examples/custom_grading/dataset"
-    grades = _run(tmp_path, capsys, pack, GRADING_RIGHT, "--judge-model", "judge-1", "--judge-base-url", llm)
+    grades = _run(tmp_path, cli, pack, GRADING_RIGHT, "--judge-model", "judge-1", "--judge-base-url", llm)
     assert grades["knowledge_public_example_02"]["binary_pass"] is True
     assert _Chat.judged == [0.9]
 
 
-def test_custom_grading_planted_mistake_fails(
-    checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], llm: str
-) -> None:
+def test_custom_grading_planted_mistake_fails(checkout: Path, tmp_path: Path, cli: Cli, llm: str) -> None:
     _Chat.judge_needle = "rollback"
     wrong = [
         GRADING_RIGHT[0],
@@ -278,7 +257,7 @@ def test_custom_grading_planted_mistake_fails(
         *GRADING_RIGHT[2:],
     ]
     pack = checkout / "examples/custom_grading/dataset"
-    grades = _run(tmp_path, capsys, pack, wrong, "--judge-model", "judge-1", "--judge-base-url", llm)
+    grades = _run(tmp_path, cli, pack, wrong, "--judge-model", "judge-1", "--judge-base-url", llm)
     grade = grades["knowledge_public_example_02"]
     assert grade["binary_pass"] is False
     assert "stronger evidence-backed hypothesis" in _reasons(grade)
@@ -299,23 +278,19 @@ SHOP_RIGHT = [
 ]
 
 
-def test_shop_orders_passes_with_its_llm_user(
-    checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], llm: str
-) -> None:
+def test_shop_orders_passes_with_its_llm_user(checkout: Path, tmp_path: Path, cli: Cli, llm: str) -> None:
     pack = checkout / "tests/data/tasks/shop_orders_02"
-    grades = _run(tmp_path, capsys, pack, SHOP_RIGHT, "--user-model", "user-1", "--llm-base-url", llm)
+    grades = _run(tmp_path, cli, pack, SHOP_RIGHT, "--user-model", "user-1", "--llm-base-url", llm)
     assert grades["shop_orders_02"]["binary_pass"] is True
 
 
-def test_shop_orders_planted_mistake_fails(
-    checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], llm: str
-) -> None:
+def test_shop_orders_planted_mistake_fails(checkout: Path, tmp_path: Path, cli: Cli, llm: str) -> None:
     unpaid = [
         *SHOP_RIGHT[:3],
         {"content": "Order O-001 is placed and paid. Your remaining balance is 141.01."},
     ]
     pack = checkout / "tests/data/tasks/shop_orders_02"
-    grades = _run(tmp_path, capsys, pack, unpaid, "--user-model", "user-1", "--llm-base-url", llm)
+    grades = _run(tmp_path, cli, pack, unpaid, "--user-model", "user-1", "--llm-base-url", llm)
     grade = grades["shop_orders_02"]
     assert grade["binary_pass"] is False
     assert "Order status is 'paid' after confirm_payment" in _reasons(grade)
@@ -325,10 +300,10 @@ def test_shop_orders_planted_mistake_fails(
 
 
 def test_terminal_bench_echo_hello_is_skipped_with_its_reason(
-    checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    checkout: Path, tmp_path: Path, cli: Cli
 ) -> None:
     run = tmp_path / "run"
-    code, out = _cli(
+    code, out = cli(
         [
             "run",
             "--pack",
@@ -337,8 +312,7 @@ def test_terminal_bench_echo_hello_is_skipped_with_its_reason(
             "golden",
             "--output",
             str(run),
-        ],
-        capsys,
+        ]
     )
     assert "SKIPPED" in out and "echo-hello" in out, out
     summary = yaml.safe_load((run / "summary.yaml").read_text())
@@ -347,12 +321,10 @@ def test_terminal_bench_echo_hello_is_skipped_with_its_reason(
     assert code != 0 or summary.get("trials", 0) == 0
 
 
-def test_the_test_task_folder_names_what_it_cannot_run(
-    checkout: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_test_task_folder_names_what_it_cannot_run(checkout: Path, cli: Cli) -> None:
     # The public test-task folder as one pack: browser tasks wait for the browser tool; update_counter is a tool
     # no source provides, in the public project too.
-    code, out = _cli(["validate", "--pack", str(checkout / "tests" / "data" / "tasks")], capsys)
+    code, out = cli(["validate", "--pack", str(checkout / "tests" / "data" / "tasks")])
     assert code == 1
     assert "browser" in out
     assert "update_counter" in out

@@ -21,31 +21,23 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
 import yaml
 
-from tolokaforge.host.cli import main
+if TYPE_CHECKING:
+    from conftest import Cli
 
 PACK = Path(__file__).parent / "packs" / "public_grading"
 JUDGE_KEY = "judge-secret"
-
-
-def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as done:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(done.value.code or 0), out + err
 
 
 def _grade(run: Path, task: str) -> dict[str, Any]:
     return yaml.safe_load((run / "trials" / task / "0" / "grade.yaml").read_text())
 
 
-def _run(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], task: str, *extra: str, script: Any = None
-) -> dict[str, Any]:
+def _run(tmp_path: Path, cli: Cli, task: str, *extra: str, script: Any = None) -> dict[str, Any]:
     tmp_path.mkdir(parents=True, exist_ok=True)
     run = tmp_path / f"run-{task}"
     agent = ["--agent", "golden"]
@@ -53,9 +45,7 @@ def _run(
         path = tmp_path / f"{task}-script.yaml"
         path.write_text(yaml.safe_dump(script))
         agent = ["--agent", "scripted", "--script", str(path)]
-    code, out = _cli(
-        ["run", "--pack", str(PACK), "--task", task, *agent, "--output", str(run), *extra], capsys
-    )
+    code, out = cli(["run", "--pack", str(PACK), "--task", task, *agent, "--output", str(run), *extra])
     assert code == 0, out  # graded, whatever the verdict
     return _grade(run, task)
 
@@ -122,16 +112,14 @@ def judge_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     server.server_close()
 
 
-def test_the_pack_validates(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = _cli(["validate", "--pack", str(PACK)], capsys)
+def test_the_pack_validates(cli: Cli) -> None:
+    code, out = cli(["validate", "--pack", str(PACK)])
     assert code == 0, out
     assert "public_grading: 5 tasks" in out
 
 
-def test_plain_values_golden_passes_with_rootless_paths_and_effects(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    grade = _run(tmp_path, capsys, "tally_counter")
+def test_plain_values_golden_passes_with_rootless_paths_and_effects(tmp_path: Path, cli: Cli) -> None:
+    grade = _run(tmp_path, cli, "tally_counter")
     assert (grade["binary_pass"], grade["score"]) == (True, 1.0), grade["reasons"]
     assert grade["reasons"] == [
         "State: hash match",
@@ -144,12 +132,8 @@ def test_plain_values_golden_passes_with_rootless_paths_and_effects(
     ]
 
 
-def test_plain_values_planted_mistake_fails_naming_the_checks(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    grade = _run(
-        tmp_path, capsys, "tally_counter", script=[_call("update_counter", amount=4), {"done": True}]
-    )
+def test_plain_values_planted_mistake_fails_naming_the_checks(tmp_path: Path, cli: Cli) -> None:
+    grade = _run(tmp_path, cli, "tally_counter", script=[_call("update_counter", amount=4), {"done": True}])
     assert grade["binary_pass"] is False
     reasons = " | ".join(grade["reasons"])
     # A plain value shows in the state diff as its value table's one record (docs/pack-format.md).
@@ -166,14 +150,12 @@ def test_plain_values_planted_mistake_fails_naming_the_checks(
     }
 
 
-def test_plain_values_reach_an_in_process_state_server(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    grade = _run(tmp_path, capsys, "tally_mcp")
+def test_plain_values_reach_an_in_process_state_server(tmp_path: Path, cli: Cli) -> None:
+    grade = _run(tmp_path, cli, "tally_mcp")
     assert (grade["binary_pass"], grade["score"]) == (True, 1.0), grade["reasons"]
     assert grade["reasons"] == ["State: hash match", "JSONPath: all 2 checks passed"]
     mistake = _run(
-        tmp_path / "mistake", capsys, "tally_mcp", script=[_call("add_to_tally", amount=2), {"done": True}]
+        tmp_path / "mistake", cli, "tally_mcp", script=[_call("add_to_tally", amount=2), {"done": True}]
     )
     assert mistake["binary_pass"] is False
     reasons = " | ".join(mistake["reasons"])
@@ -181,21 +163,19 @@ def test_plain_values_reach_an_in_process_state_server(
     assert "JSONPath: 0/2 checks passed" in reasons and "the tally is three" in reasons
 
 
-def test_files_by_path_golden_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    grade = _run(tmp_path, capsys, "save_result")
+def test_files_by_path_golden_passes(tmp_path: Path, cli: Cli) -> None:
+    grade = _run(tmp_path, cli, "save_result")
     assert (grade["binary_pass"], grade["score"]) == (True, 1.0), grade["reasons"]
     assert grade["reasons"][0] == "Files: all 2 checks passed"
 
 
-def test_files_by_path_planted_mistake_fails_naming_the_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_files_by_path_planted_mistake_fails_naming_the_file(tmp_path: Path, cli: Cli) -> None:
     script = [
         _call("write_file", path="result.txt", content="392\n"),
         _call("write_file", path="scratch.txt", content="17*23"),
         {"content": "It is 391.", "done": True},
     ]
-    grade = _run(tmp_path, capsys, "save_result", script=script)
+    grade = _run(tmp_path, cli, "save_result", script=script)
     assert grade["binary_pass"] is False and grade["components"]["state_checks"] == 0.0
     reasons = " | ".join(grade["reasons"])
     assert "Files: 0/2 checks passed" in reasons
@@ -203,21 +183,17 @@ def test_files_by_path_planted_mistake_fails_naming_the_file(
     assert "scratch.txt" in reasons
 
 
-def test_public_env_assertions_and_func_name_init_golden_passes(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    grade = _run(tmp_path, capsys, "lamp_check")
+def test_public_env_assertions_and_func_name_init_golden_passes(tmp_path: Path, cli: Cli) -> None:
+    grade = _run(tmp_path, cli, "lamp_check")
     assert (grade["binary_pass"], grade["score"]) == (True, 1.0), grade["reasons"]
     assert grade["components"]["env_assertions"] == 1.0
     assert grade["reasons"][0] == "Env assertions: all 1 hold"
 
 
-def test_public_env_assertions_planted_mistake_fails_naming_the_assertion(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_public_env_assertions_planted_mistake_fails_naming_the_assertion(tmp_path: Path, cli: Cli) -> None:
     # The lamp exists only because the func_name initialization action installed it: listing it proves so.
     grade = _run(
-        tmp_path, capsys, "lamp_check", script=[_call("list_lamps"), {"content": "Done.", "done": True}]
+        tmp_path, cli, "lamp_check", script=[_call("list_lamps"), {"content": "Done.", "done": True}]
     )
     assert (grade["binary_pass"], grade["score"]) == (False, 0.0)
     assert (
@@ -230,10 +206,8 @@ def test_public_env_assertions_planted_mistake_fails_naming_the_assertion(
     assert json.loads(answers[0]) == [{"lamp_id": "L-1", "room": "hall", "on": False}]
 
 
-def test_legacy_judge_golden_passes(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], judge_url: str
-) -> None:
-    grade = _run(tmp_path, capsys, "judged_reply", "--judge-model", "judge-1", "--judge-base-url", judge_url)
+def test_legacy_judge_golden_passes(tmp_path: Path, cli: Cli, judge_url: str) -> None:
+    grade = _run(tmp_path, cli, "judged_reply", "--judge-model", "judge-1", "--judge-base-url", judge_url)
     assert (grade["binary_pass"], grade["score"]) == (True, 0.9), grade["reasons"]
     system = _Judge.bodies[0]["messages"][0]["content"]
     assert "parcel P-7 arrives on Friday" in system or "parcel P-7 arrives on Friday" in json.dumps(
@@ -241,13 +215,11 @@ def test_legacy_judge_golden_passes(
     )
 
 
-def test_legacy_judge_planted_mistake_fails(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], judge_url: str
-) -> None:
+def test_legacy_judge_planted_mistake_fails(tmp_path: Path, cli: Cli, judge_url: str) -> None:
     script = [{"content": "Your parcel is on its way.", "done": True}]
     grade = _run(
         tmp_path,
-        capsys,
+        cli,
         "judged_reply",
         "--judge-model",
         "judge-1",
@@ -259,7 +231,7 @@ def test_legacy_judge_planted_mistake_fails(
     assert grade["reasons"] == ["Judge: score=0.10 (0/1 criteria met; the reply gives no day)"]
 
 
-def test_refused_public_grading_keys_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_refused_public_grading_keys_are_named(tmp_path: Path, cli: Cli) -> None:
     pack = tmp_path / "public_grading"
     shutil.copytree(PACK, pack, ignore=shutil.ignore_patterns("__pycache__"))
     grading = pack / "tasks" / "tally_counter" / "grading.yaml"
@@ -268,7 +240,7 @@ def test_refused_public_grading_keys_are_named(tmp_path: Path, capsys: pytest.Ca
     data["state_checks"]["jsonpaths"][1]["path"] = "$.nowhere"
     data["state_checks"]["db_hash_check"] = True
     grading.write_text(yaml.safe_dump(data))
-    code, out = _cli(["validate", "--pack", str(pack)], capsys)
+    code, out = cli(["validate", "--pack", str(pack)])
     assert code == 1
     assert "state_checks.jsonpaths[0].op: unknown operator 'between'" in out
     assert "state_checks.jsonpaths[1].path: '$.nowhere' must address the trial's state" in out

@@ -15,21 +15,15 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 
-from tolokaforge.host.cli import main
+if TYPE_CHECKING:
+    from conftest import Cli
 
 PACK = Path(__file__).parent / "packs" / "public_shapes"
-
-
-def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as done:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(done.value.code or 0), out + err
 
 
 def _trial(run: Path, task_id: str, name: str) -> dict[str, Any]:
@@ -41,15 +35,12 @@ def _said(run: Path, task_id: str, role: str) -> list[str]:
     return [str(message["content"]) for message in messages if message["role"] == role]
 
 
-def _scripted(
-    tmp_path: Path, turns: list[dict[str, Any]], pack: Path, capsys: pytest.CaptureFixture[str]
-) -> Path:
+def _scripted(tmp_path: Path, turns: list[dict[str, Any]], pack: Path, cli: Cli) -> Path:
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump(turns))
     run = tmp_path / "run"
-    code, out = _cli(
-        ["run", "--pack", str(pack), "--agent", "scripted", "--script", str(script), "--output", str(run)],
-        capsys,
+    code, out = cli(
+        ["run", "--pack", str(pack), "--agent", "scripted", "--script", str(script), "--output", str(run)]
     )
     assert code == 0, out  # every trial graded
     return run
@@ -59,23 +50,21 @@ def _scripted(
 
 
 def test_a_folder_of_task_folders_and_a_single_task_folder_are_packs(
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
 ) -> None:
-    code, out = _cli(["validate", "--pack", str(PACK)], capsys)
+    code, out = cli(["validate", "--pack", str(PACK)])
     assert code == 0, out
     assert "public_shapes: 2 tasks" in out
-    code, out = _cli(["validate", "--pack", str(PACK / "rules_chat")], capsys)
+    code, out = cli(["validate", "--pack", str(PACK / "rules_chat")])
     assert code == 0, out
     assert "rules_chat: 1 tasks" in out
 
 
-def test_two_tasks_with_one_task_id_are_still_an_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_two_tasks_with_one_task_id_are_still_an_error(tmp_path: Path, cli: Cli) -> None:
     pack = tmp_path / "pack"
     shutil.copytree(PACK, pack)
     shutil.copytree(pack / "rules_chat", pack / "nested" / "again")
-    code, out = _cli(["validate", "--pack", str(pack)], capsys)
+    code, out = cli(["validate", "--pack", str(pack)])
     assert code == 1
     assert "task.yaml: task_id: 'rules_chat' is also the task_id of" in out
     assert "nested/again/task.yaml" in out
@@ -84,9 +73,9 @@ def test_two_tasks_with_one_task_id_are_still_an_error(
 # --- golden and planted mistakes -----------------------------------------------------------------
 
 
-def test_golden_run_passes_every_task(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_golden_run_passes_every_task(tmp_path: Path, cli: Cli) -> None:
     run = tmp_path / "run"
-    code, out = _cli(["run", "--pack", str(PACK), "--agent", "golden", "--output", str(run)], capsys)
+    code, out = cli(["run", "--pack", str(PACK), "--agent", "golden", "--output", str(run)])
     assert code == 0, out
     summary = yaml.safe_load((run / "summary.yaml").read_text())
     assert summary["passed"] == 2, out
@@ -95,7 +84,7 @@ def test_golden_run_passes_every_task(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_inline_workspace_files_seed_the_workspace_and_a_wrong_copy_fails_naming_the_check(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, cli: Cli
 ) -> None:
     turns = [
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "/env/fs/agent-visible/README.md"}}]},
@@ -106,47 +95,41 @@ def test_inline_workspace_files_seed_the_workspace_and_a_wrong_copy_fails_naming
         },
         {"content": "Copied.", "done": True},
     ]
-    run = _scripted(tmp_path, turns, PACK / "inline_note", capsys)
+    run = _scripted(tmp_path, turns, PACK / "inline_note", cli)
     assert _said(run, "inline_note", "tool")[0] == "Notes live under notes/.\n"
     grade = _trial(run, "inline_note", "grade.yaml")
     assert grade["binary_pass"] is False
     assert "the copy lists eggs" in str(grade["reasons"])
 
 
-def test_rules_answer_the_assistant_and_the_default_answers_the_rest(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_rules_answer_the_assistant_and_the_default_answers_the_rest(tmp_path: Path, cli: Cli) -> None:
     turns = [
         {"content": "What size of tin?"},
         {"content": "Which colour would you like?"},
         {"content": "Blue paint is noted."},
     ]
-    run = _scripted(tmp_path, turns, PACK / "rules_chat", capsys)
+    run = _scripted(tmp_path, turns, PACK / "rules_chat", cli)
     users = _said(run, "rules_chat", "user")
     assert users[1:] == ["Sorry, what do you need from me?", "Blue, please.", "Great, thank you. ###STOP###"]
     assert _trial(run, "rules_chat", "grade.yaml")["binary_pass"] is True
 
 
-def test_a_conversation_without_the_confirmation_fails_naming_the_rule(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_conversation_without_the_confirmation_fails_naming_the_rule(tmp_path: Path, cli: Cli) -> None:
     turns = [{"content": "Which colour would you like?"}, {"content": "Red paint is noted."}]
-    run = _scripted(tmp_path, turns, PACK / "rules_chat", capsys)
+    run = _scripted(tmp_path, turns, PACK / "rules_chat", cli)
     grade = _trial(run, "rules_chat", "grade.yaml")
     assert grade["binary_pass"] is False
     assert "Blue paint is noted" in str(grade["reasons"])
 
 
-def test_an_adapter_this_loader_is_not_is_refused_by_key(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_an_adapter_this_loader_is_not_is_refused_by_key(tmp_path: Path, cli: Cli) -> None:
     task = tmp_path / "inline_note"
     shutil.copytree(PACK / "inline_note", task)
     text = (task / "task.yaml").read_text()
     text = text.replace("adapter_type: native", "adapter_type: terminal_bench")
     text = text.replace("adapter_settings: {}", "adapter_settings: {domain_dir: ../_domain}")
     (task / "task.yaml").write_text(text)
-    code, out = _cli(["validate", "--pack", str(task)], capsys)
+    code, out = cli(["validate", "--pack", str(task)])
     assert code == 1
     assert "task.yaml: adapter_type: 'terminal_bench' is not loaded here (only native is)" in out
     assert "task.yaml: adapter_settings: the native adapter reads no settings" in out
@@ -248,10 +231,10 @@ def _config(tmp_path: Path, **orchestrator: Any) -> Path:
 
 
 def test_a_run_config_runs_packs_by_models_as_one_comparable_run(
-    tmp_path: Path, endpoint: str, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, endpoint: str, cli: Cli
 ) -> None:
     config = _config(tmp_path)
-    code, out = _cli(["run", "--config", str(config), "--llm-base-url", endpoint], capsys)
+    code, out = cli(["run", "--config", str(config), "--llm-base-url", endpoint])
     assert code == 0, out
     assert "per pack x model" in out
     run = tmp_path / "results"
@@ -277,28 +260,26 @@ def test_a_run_config_runs_packs_by_models_as_one_comparable_run(
     }
     bad = _trial(run, "rules_chat.bad-model.rules_chat", "grade.yaml")
     assert "Blue paint is noted" in str(bad["reasons"])
-    code, out = _cli(["run", "--config", str(config), "--llm-base-url", endpoint, "--resume"], capsys)
+    code, out = cli(["run", "--config", str(config), "--llm-base-url", endpoint, "--resume"])
     assert code == 0, out  # the same run: nothing left to do
     assert yaml.safe_load((run / "summary.yaml").read_text())["skipped_by_resume"] == 4
-    code, out = _cli(["report", str(run)], capsys)
+    code, out = cli(["report", str(run)])
     assert code == 0, out
     page = (run / "report.html").read_text()
     assert "Packs \u00d7 models" in page
     assert page.index("good-model") < page.index("bad-model")
 
 
-def test_run_config_keys_without_a_meaning_here_are_refused_by_path(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_run_config_keys_without_a_meaning_here_are_refused_by_path(tmp_path: Path, cli: Cli) -> None:
     config = _config(tmp_path, queue_backend="postgres", max_budget_usd=5)
     raw = yaml.safe_load(config.read_text())
     raw["models"]["agent"][0]["provider"] = "anthropic"
     config.write_text(yaml.safe_dump(raw))
-    code, out = _cli(["run", "--config", str(config)], capsys)
+    code, out = cli(["run", "--config", str(config)])
     assert code == 2
     assert "orchestrator.queue_backend: 'postgres' is not supported" in out
     assert "orchestrator.max_budget_usd: not supported" in out
     assert "models.agent[0].provider: 'anthropic' is not supported" in out
-    code, out = _cli(["run", "--config", str(_config(tmp_path)), "--trials", "3"], capsys)
+    code, out = cli(["run", "--config", str(_config(tmp_path)), "--trials", "3"])
     assert code == 2
     assert "--trials (the config's orchestrator.repeats)" in out

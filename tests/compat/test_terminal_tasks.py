@@ -14,24 +14,18 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 
-from tolokaforge.host.cli import main
+if TYPE_CHECKING:
+    from conftest import Cli
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "terminal"
 LEGACY = Path(__file__).parent / "packs" / "terminal_legacy"
 EXAMPLE_TASKS = ("csv-region-totals", "fix-mean-script", "log-error-report")
-
-
-def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as done:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(done.value.code or 0), out + err
 
 
 def _grade(run: Path, task: str) -> dict[str, Any]:
@@ -47,15 +41,15 @@ def _bash(command: str) -> dict[str, Any]:
     return {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}
 
 
-def test_the_examples_validate(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = _cli(["validate", "--pack", str(EXAMPLES)], capsys)
+def test_the_examples_validate(cli: Cli) -> None:
+    code, out = cli(["validate", "--pack", str(EXAMPLES)])
     assert code == 0, out
     assert "terminal: 3 tasks" in out and "SKIPPED" not in out
 
 
-def test_the_examples_pass_golden(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_examples_pass_golden(tmp_path: Path, cli: Cli) -> None:
     run = tmp_path / "run"
-    code, out = _cli(["run", "--pack", str(EXAMPLES), "--agent", "golden", "--output", str(run)], capsys)
+    code, out = cli(["run", "--pack", str(EXAMPLES), "--agent", "golden", "--output", str(run)])
     assert code == 0, out
     summary = yaml.safe_load((run / "summary.yaml").read_text())
     assert summary["passed"] == 3 and summary["trials"] == 3, out
@@ -70,7 +64,7 @@ def test_the_examples_pass_golden(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert any(label.endswith("test_outputs.py::test_totals_sorted_by_region") for label in labels), labels
 
 
-def test_planted_mistakes_fail_naming_the_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_planted_mistakes_fail_naming_the_check(tmp_path: Path, cli: Cli) -> None:
     script = tmp_path / "mistakes.yaml"
     script.write_text(
         yaml.safe_dump(
@@ -95,7 +89,7 @@ def test_planted_mistakes_fail_naming_the_check(tmp_path: Path, capsys: pytest.C
         )
     )
     run = tmp_path / "run"
-    code, out = _cli(
+    code, out = cli(
         [
             "run",
             "--pack",
@@ -106,8 +100,7 @@ def test_planted_mistakes_fail_naming_the_check(tmp_path: Path, capsys: pytest.C
             str(script),
             "--output",
             str(run),
-        ],
-        capsys,
+        ]
     )
     assert code == 0, out  # every trial graded; none passed
     summary = yaml.safe_load((run / "summary.yaml").read_text())
@@ -125,11 +118,9 @@ def test_planted_mistakes_fail_naming_the_check(tmp_path: Path, capsys: pytest.C
     assert "FAIL error count: expected 'errors: 5', got 'errors: 6'" in tail
 
 
-def test_the_older_layout_runs_and_an_unbuildable_task_is_skipped(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_older_layout_runs_and_an_unbuildable_task_is_skipped(tmp_path: Path, cli: Cli) -> None:
     run = tmp_path / "run"
-    code, out = _cli(["run", "--pack", str(LEGACY), "--agent", "golden", "--output", str(run)], capsys)
+    code, out = cli(["run", "--pack", str(LEGACY), "--agent", "golden", "--output", str(run)])
     assert code == 0, out
     assert "SKIPPED needs-packages: Dockerfile line 2: RUN needs a container build" in out
     assert "1 task(s) SKIPPED" in out
@@ -147,9 +138,7 @@ def test_the_older_layout_runs_and_an_unbuildable_task_is_skipped(
     assert grade["components"]["terminal_tests"] == 1.0 and grade["binary_pass"] is True
 
 
-def test_the_agent_cannot_see_the_verifier_and_a_partial_reward_fails(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_agent_cannot_see_the_verifier_and_a_partial_reward_fails(tmp_path: Path, cli: Cli) -> None:
     script = tmp_path / "peek.yaml"
     script.write_text(
         yaml.safe_dump(
@@ -160,9 +149,8 @@ def test_the_agent_cannot_see_the_verifier_and_a_partial_reward_fails(
         )
     )
     run = tmp_path / "run"
-    code, out = _cli(
-        ["run", "--pack", str(LEGACY), "--agent", "scripted", "--script", str(script), "--output", str(run)],
-        capsys,
+    code, out = cli(
+        ["run", "--pack", str(LEGACY), "--agent", "scripted", "--script", str(script), "--output", str(run)]
     )
     assert code == 0, out
     listing = _tool_answers(run, "greeting-file")[0]
@@ -181,15 +169,13 @@ def _task_copy(tmp_path: Path, name: str = "fix-mean-script") -> Path:
     return pack / name
 
 
-def test_unsupported_keys_are_refused_with_their_path(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_unsupported_keys_are_refused_with_their_path(tmp_path: Path, cli: Cli) -> None:
     task = _task_copy(tmp_path)
     with (task / "task.toml").open("a", encoding="utf-8") as toml:
         toml.write('\n[verifier.extra]\n\n[network]\nmode = "host"\n')
     text = (task / "task.toml").read_text().replace("[verifier]\n", '[verifier]\nuser = "root"\n')
     (task / "task.toml").write_text(text)
-    code, out = _cli(["validate", "--pack", str(task.parent)], capsys)
+    code, out = cli(["validate", "--pack", str(task.parent)])
     assert code == 1, out
     assert "fix-mean-script/task.toml: verifier.user: is not supported" in out
     assert "fix-mean-script/task.toml: verifier.extra: is not a task.toml key read here" in out
@@ -215,19 +201,17 @@ def test_unsupported_keys_are_refused_with_their_path(
     ],
 )
 def test_environments_this_machine_cannot_provide_are_skipped_with_the_reason(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], dockerfile: str, reason: str
+    tmp_path: Path, cli: Cli, dockerfile: str, reason: str
 ) -> None:
     task = _task_copy(tmp_path)
     (task / "environment" / "Dockerfile").write_text(dockerfile)
-    code, out = _cli(["validate", "--pack", str(task)], capsys)
+    code, out = cli(["validate", "--pack", str(task)])
     assert code == 0, out
     assert f"SKIPPED fix-mean-script: {reason}" in out, out
     assert "0 tasks (1 skipped)" in out
 
 
-def test_a_second_compose_service_or_a_prebuilt_image_is_skipped(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_second_compose_service_or_a_prebuilt_image_is_skipped(tmp_path: Path, cli: Cli) -> None:
     task = _task_copy(tmp_path)
     (task / "docker-compose.yaml").write_text(
         "services:\n  main: {build: environment}\n  db: {image: postgres}\n"
@@ -235,7 +219,7 @@ def test_a_second_compose_service_or_a_prebuilt_image_is_skipped(
     other = _task_copy(tmp_path, "csv-region-totals")
     with (other / "task.toml").open("a", encoding="utf-8") as toml:
         toml.write('\n[environment]\ndocker_image = "example/prebuilt:1"\n')
-    code, out = _cli(["validate", "--pack", str(task.parent)], capsys)
+    code, out = cli(["validate", "--pack", str(task.parent)])
     assert code == 0, out
     assert "SKIPPED fix-mean-script: docker-compose.yaml: services db, main need a container engine" in out
     assert (

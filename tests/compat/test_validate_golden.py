@@ -4,31 +4,23 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pytest
-
-from tolokaforge.host.cli import main
+if TYPE_CHECKING:
+    from conftest import Cli
 
 REPO = Path(__file__).resolve().parents[2]
 TERMINAL = REPO / "examples" / "terminal"
 
 
-def _validate(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as done:
-        main(["validate", *args])
-    out, err = capsys.readouterr()
-    return int(done.value.code or 0), out + err
-
-
-def test_the_terminal_examples_golden_paths_pass(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = _validate(["--pack", str(TERMINAL), "--golden"], capsys)
+def test_the_terminal_examples_golden_paths_pass(cli: Cli) -> None:
+    code, out = cli(["validate", "--pack", str(TERMINAL), "--golden"])
     assert code == 0, out
     assert "3 golden paths passed" in out
 
 
 def test_a_solution_that_miscounts_is_a_problem_naming_the_task_and_the_check(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, cli: Cli
 ) -> None:
     pack = tmp_path / "terminal"
     shutil.copytree(TERMINAL, pack)
@@ -40,16 +32,14 @@ def test_a_solution_that_miscounts_is_a_problem_naming_the_task_and_the_check(
             "grep -c ERROR logs/*.log | awk -F: '{ s += $2 } END { print s }'",
         )
     )
-    code, out = _validate(["--pack", str(pack), "--golden"], capsys)
+    code, out = cli(["validate", "--pack", str(pack), "--golden"])
     assert code == 1, out
     assert "log-error-report: golden path did not pass:" in out
     assert "errors" in out.split("log-error-report: golden path did not pass:")[1]
     assert "1 problem(s)" in out
 
 
-def test_a_task_without_a_golden_path_is_listed_not_failed(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_task_without_a_golden_path_is_listed_not_failed(tmp_path: Path, cli: Cli) -> None:
     task = tmp_path / "pack" / "tasks" / "note"
     task.mkdir(parents=True)
     (task / "task.yaml").write_text(
@@ -63,6 +53,6 @@ def test_a_task_without_a_golden_path_is_listed_not_failed(
         "combine: {method: weighted, weights: {state_checks: 1.0}, pass_threshold: 1.0}\n"
         "state_checks: {files: [{path: note.txt, must_exist: true, must_contain: hello}]}\n"
     )
-    code, out = _validate(["--pack", str(tmp_path / "pack"), "--golden"], capsys)
+    code, out = cli(["validate", "--pack", str(tmp_path / "pack"), "--golden"])
     assert code == 0, out
     assert "NO GOLDEN PATH note" in out

@@ -143,7 +143,7 @@ def test_the_agent_cannot_see_the_verifier_and_a_partial_reward_fails(tmp_path: 
     script.write_text(
         yaml.safe_dump(
             [
-                _bash("ls -a; ls /tests /logs 2>&1; ls -a .."),
+                _bash("pwd; ls -a; ls /tests /logs 2>&1; ls -a .."),
                 _bash("echo 'Hello terminal' > hello.txt"),  # the comma and the bang are missing
             ]
         )
@@ -154,6 +154,8 @@ def test_the_agent_cannot_see_the_verifier_and_a_partial_reward_fails(tmp_path: 
     )
     assert code == 0, out
     listing = _tool_answers(run, "greeting-file")[0]
+    # The shell starts where the image would put it: the workspace is also at the Dockerfile's WORKDIR.
+    assert listing.startswith("/srv/greeting\n"), listing
     assert "name.txt" in listing, listing
     assert not any(word in listing for word in ("test_outputs", "run-tests", "solution", "verifier")), listing
     assert "cannot access '/tests': No such file or directory" in listing

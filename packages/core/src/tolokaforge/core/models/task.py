@@ -98,6 +98,9 @@ class ToolServer(SpecModel):
     config: dict[str, Any] = {}
     """Sent to a provider's Configure as JSON; must be empty for an MCP server."""
     env: dict[str, str] = {}
+    workspace_mount: str | None = Field(default=None, pattern=r"^/")
+    """A provider's second path for the trial's workspace, inside the sandbox, where its calls then
+    work (a Terminal-Bench task's WORKDIR, ``/app``); absent: the workspace's own path. Sandbox only."""
     timeout_s: float | None = Field(default=None, gt=0)
     """Budget of this server's tools that declare none; absent means the trial's default."""
 

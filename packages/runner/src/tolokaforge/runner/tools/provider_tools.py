@@ -91,8 +91,11 @@ class ProviderSource:
         confinement: Confinement | None = None,
         view: View | None = None,
         enabled: Sequence[str] | None = None,
+        workspace_path: str | None = None,
     ) -> None:
         self.name = name
+        self._workspace_path = workspace_path
+        """Where the provider finds the workspace when not at its own path (a mount the view makes)."""
         self._argv = list(argv)
         self._cwd = cwd
         # Only what the pack declares, never the runner's own environment (API keys live there); and
@@ -134,7 +137,7 @@ class ProviderSource:
             call_context=CallContext(
                 trial_id=call.trial_id,
                 call_id=call.call_id,
-                working_directory=call.working_directory,
+                working_directory=self._workspace_path or call.working_directory,
                 timeout_seconds=call.timeout_seconds,
                 attempt=call.attempt,
             ),

@@ -52,11 +52,13 @@ class ServerPlaces:
     state_socket: Callable[[], Awaitable[Path]] | None = None
     """The trial's socket on the runner's state gateway (state_gateway.py), for sandboxed MCP servers."""
 
-    def view(self, cwd: Path) -> View:
-        """A server sees the trial's workspace (read-write, also at :data:`AGENT_VISIBLE_ROOT`) and the
-        task's code (read-only)."""
+    def view(self, cwd: Path, also_at: str | None = None) -> View:
+        """A server sees the trial's workspace (read-write, also at :data:`AGENT_VISIBLE_ROOT` and at
+        ``also_at``) and the task's code (read-only)."""
         read = (self.code_root,) if self.code_root is not None else ()
         binds = ((self.workspace, AGENT_VISIBLE_ROOT),)
+        if also_at is not None:
+            binds = (*binds, (self.workspace, also_at))
         return View(cwd=cwd, write=(self.workspace,), read=read, cgroup=self.cgroup, binds=binds)
 
 
@@ -117,6 +119,17 @@ async def _make_source(server: ToolServer, places: ServerPlaces) -> ToolSourceSe
     # MCP server reaches its trial's tables through a relay to the trial's own gateway socket.
     limits = places.limits.replace(network=False) if sandboxed else places.limits
     if server.protocol == "provider":
+        mount = server.workspace_mount
+        if mount is not None and not sandboxed:
+            raise ToolLoadError(
+                f"tool server {server.name!r} works in the workspace at {mount}, which only the sandbox "
+                "can give it: run with --isolation sandbox"
+            )
+        if mount is not None and places.confinement.shadows(mount):
+            raise ToolLoadError(
+                f"tool server {server.name!r}: a workspace at {mount} would hide the system or the Python "
+                "environment on this machine"
+            )
         return ProviderSource(
             server.name,
             argv,
@@ -125,8 +138,9 @@ async def _make_source(server: ToolServer, places: ServerPlaces) -> ToolSourceSe
             config=server.config,
             limits=limits,
             confinement=places.confinement,
-            view=places.view(cwd),
+            view=places.view(cwd, also_at=mount),
             enabled=server.enabled,
+            workspace_path=mount,
         )
     view = places.view(cwd)
     if sandboxed and places.state_socket is not None:

@@ -160,7 +160,11 @@ def _load_task(log: ProblemLog, folder: Path) -> LoadedTask | SkippedTask | None
             initial_user_message=task_dir.instruction,
             max_turns=MAX_TURNS,
             tool_code=code,
-            tool_servers=builtin_tool_servers(AGENT_TOOLS),
+            # The agent works where the image would put it: the workspace is also at the WORKDIR.
+            tool_servers=[
+                server.model_copy(update={"workspace_mount": environment.workdir})
+                for server in builtin_tool_servers(AGENT_TOOLS)
+            ],
             initial_state=InitialState(
                 workspace_files={target: f"{ENVIRONMENT_CODE}/{target}" for target in environment.files}
             ),

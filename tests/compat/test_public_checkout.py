@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from conftest import ChatServer, Cli, JudgeReport
 
 REPO = Path(__file__).resolve().parents[2]
 LLM_KEY = "sk-loopback-public-checkout"
@@ -43,61 +41,32 @@ def checkout() -> Path:
     return Path(found.stdout.strip())
 
 
-class _Chat(BaseHTTPRequestHandler):
-    """The user simulator says it is done; the judge scores 0.9 when the evidence holds ``judge_needle``."""
+@dataclass
+class Models:
+    """The loopback models: ``url``; the judge scores 0.9 when the evidence holds ``judge_needle``
+    (else 0.1) and its scores land in ``judged``; the user simulator says it is done."""
 
-    judge_needle: ClassVar[str] = ""
-    judged: ClassVar[list[float]] = []
-
-    def do_POST(self) -> None:
-        assert self.headers["Authorization"] == f"Bearer {LLM_KEY}"
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        tools = [tool["function"]["name"] for tool in body.get("tools", [])]
-        if "submit_report" in tools:
-            met = _Chat.judge_needle.lower() in json.dumps(body["messages"][1:]).lower()
-            score = 0.9 if met else 0.1
-            _Chat.judged.append(score)
-            report = {
-                "rubric_justification": "VERDICT: " + ("MET" if met else "NOT MET"),
-                "rubric": score,
-                "reasons": "read the rationale",
-            }
-            call = {
-                "id": "j1",
-                "type": "function",
-                "function": {"name": "submit_report", "arguments": json.dumps(report)},
-            }
-            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
-        else:
-            message = {"role": "assistant", "content": "Great, thank you. ###STOP###"}
-        answer = {
-            "id": "cmpl",
-            "object": "chat.completion",
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 50, "completion_tokens": 10},
-        }
-        data = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
+    url: str
+    judge_needle: str = ""
+    judged: list[float] = field(default_factory=list[float])
 
 
 @pytest.fixture
-def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def llm(monkeypatch: pytest.MonkeyPatch, chat_server: ChatServer, judge_report: JudgeReport) -> Models:
     monkeypatch.setenv("TOLOKAFORGE_LLM_API_KEY", LLM_KEY)
     monkeypatch.setenv("TOLOKAFORGE_JUDGE_API_KEY", LLM_KEY)
-    _Chat.judged = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Chat)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    models = Models(url="")
+
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        tools = [tool["function"]["name"] for tool in body.get("tools", [])]
+        if "submit_report" not in tools:
+            return {"role": "assistant", "content": "Great, thank you. ###STOP###"}
+        met = models.judge_needle.lower() in json.dumps(body["messages"][1:]).lower()
+        models.judged.append(0.9 if met else 0.1)
+        return judge_report(models.judged[-1], "read the rationale")
+
+    models.url = chat_server(LLM_KEY, answer)
+    return models
 
 
 def _call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -165,7 +134,7 @@ def test_food_delivery_golden_passes_every_task(checkout: Path, tmp_path: Path, 
 
 
 def test_food_delivery_planted_mistake_fails_on_the_state_hash(
-    checkout: Path, tmp_path: Path, cli: Cli, llm: str
+    checkout: Path, tmp_path: Path, cli: Cli, llm: Models
 ) -> None:
     # One of the three orders placed, with the wrong quantity: the hash replay must tell.
     turns = [
@@ -191,7 +160,7 @@ def test_food_delivery_planted_mistake_fails_on_the_state_hash(
         "--user-model",
         "user-1",
         "--llm-base-url",
-        llm,
+        llm.url,
     )
     grade = grades["order_six_items_golden"]
     assert grade["binary_pass"] is False
@@ -241,23 +210,23 @@ GRADING_RIGHT = [
 ]
 
 
-def test_custom_grading_passes_with_its_judge(checkout: Path, tmp_path: Path, cli: Cli, llm: str) -> None:
-    _Chat.judge_needle = "rollback"
+def test_custom_grading_passes_with_its_judge(checkout: Path, tmp_path: Path, cli: Cli, llm: Models) -> None:
+    llm.judge_needle = "rollback"
     pack = checkout / "examples/custom_grading/dataset"
-    grades = _run(tmp_path, cli, pack, GRADING_RIGHT, "--judge-model", "judge-1", "--judge-base-url", llm)
+    grades = _run(tmp_path, cli, pack, GRADING_RIGHT, "--judge-model", "judge-1", "--judge-base-url", llm.url)
     assert grades["knowledge_public_example_02"]["binary_pass"] is True
-    assert _Chat.judged == [0.9]
+    assert llm.judged == [0.9]
 
 
-def test_custom_grading_planted_mistake_fails(checkout: Path, tmp_path: Path, cli: Cli, llm: str) -> None:
-    _Chat.judge_needle = "rollback"
+def test_custom_grading_planted_mistake_fails(checkout: Path, tmp_path: Path, cli: Cli, llm: Models) -> None:
+    llm.judge_needle = "rollback"
     wrong = [
         GRADING_RIGHT[0],
         _call("write_file", path="submissions/knowledge_hypothesis_rationale.md", content="Hypothesis A.\n"),
         *GRADING_RIGHT[2:],
     ]
     pack = checkout / "examples/custom_grading/dataset"
-    grades = _run(tmp_path, cli, pack, wrong, "--judge-model", "judge-1", "--judge-base-url", llm)
+    grades = _run(tmp_path, cli, pack, wrong, "--judge-model", "judge-1", "--judge-base-url", llm.url)
     grade = grades["knowledge_public_example_02"]
     assert grade["binary_pass"] is False
     assert "stronger evidence-backed hypothesis" in _reasons(grade)
@@ -278,19 +247,19 @@ SHOP_RIGHT = [
 ]
 
 
-def test_shop_orders_passes_with_its_llm_user(checkout: Path, tmp_path: Path, cli: Cli, llm: str) -> None:
+def test_shop_orders_passes_with_its_llm_user(checkout: Path, tmp_path: Path, cli: Cli, llm: Models) -> None:
     pack = checkout / "tests/data/tasks/shop_orders_02"
-    grades = _run(tmp_path, cli, pack, SHOP_RIGHT, "--user-model", "user-1", "--llm-base-url", llm)
+    grades = _run(tmp_path, cli, pack, SHOP_RIGHT, "--user-model", "user-1", "--llm-base-url", llm.url)
     assert grades["shop_orders_02"]["binary_pass"] is True
 
 
-def test_shop_orders_planted_mistake_fails(checkout: Path, tmp_path: Path, cli: Cli, llm: str) -> None:
+def test_shop_orders_planted_mistake_fails(checkout: Path, tmp_path: Path, cli: Cli, llm: Models) -> None:
     unpaid = [
         *SHOP_RIGHT[:3],
         {"content": "Order O-001 is placed and paid. Your remaining balance is 141.01."},
     ]
     pack = checkout / "tests/data/tasks/shop_orders_02"
-    grades = _run(tmp_path, cli, pack, unpaid, "--user-model", "user-1", "--llm-base-url", llm)
+    grades = _run(tmp_path, cli, pack, unpaid, "--user-model", "user-1", "--llm-base-url", llm.url)
     grade = grades["shop_orders_02"]
     assert grade["binary_pass"] is False
     assert "Order status is 'paid' after confirm_payment" in _reasons(grade)

@@ -17,17 +17,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from conftest import ChatServer, Cli, JudgeReport
 
 PACK = Path(__file__).parent / "packs" / "public_grading"
 JUDGE_KEY = "judge-secret"
@@ -54,62 +51,27 @@ def _call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
 
-class _Judge(BaseHTTPRequestHandler):
-    """Judges the legacy rubric by reading the evidence: the agent's answer named -> 0.9, else 0.1."""
+@pytest.fixture
+def judge(
+    monkeypatch: pytest.MonkeyPatch, chat_server: ChatServer, judge_report: JudgeReport
+) -> tuple[str, list[dict[str, Any]]]:
+    """A judge that reads the evidence: the agent's answer named -> 0.9, else 0.1; its URL and requests."""
+    monkeypatch.setenv("TOLOKAFORGE_JUDGE_API_KEY", JUDGE_KEY)
+    bodies: list[dict[str, Any]] = []
 
-    bodies: ClassVar[list[dict[str, Any]]] = []
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        bodies.append(body)
+        met = "Your parcel P-7 arrives on Friday" in json.dumps(body["messages"][1:])
+        return judge_report(
+            0.9 if met else 0.1, "the reply names the day" if met else "the reply gives no day"
+        )
 
-    def do_POST(self) -> None:
-        assert self.path == "/v1/chat/completions"
-        assert self.headers["Authorization"] == f"Bearer {JUDGE_KEY}"
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        _Judge.bodies.append(body)
-        evidence = json.dumps(body["messages"][1:])
-        met = "Your parcel P-7 arrives on Friday" in evidence
-        score = 0.9 if met else 0.1
-        report = {
-            "rubric_justification": "read the reply\nVERDICT: " + ("MET" if met else "NOT MET"),
-            "rubric": score,
-            "reasons": "the reply names the day" if met else "the reply gives no day",
-        }
-        call = {
-            "id": "j1",
-            "type": "function",
-            "function": {"name": "submit_report", "arguments": json.dumps(report)},
-        }
-        answer = {
-            "id": "cmpl",
-            "object": "chat.completion",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": None, "tool_calls": [call]},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 20},
-        }
-        data = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
+    return chat_server(JUDGE_KEY, answer), bodies
 
 
 @pytest.fixture
-def judge_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setenv("TOLOKAFORGE_JUDGE_API_KEY", JUDGE_KEY)
-    _Judge.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+def judge_url(judge: tuple[str, list[dict[str, Any]]]) -> str:
+    return judge[0]
 
 
 def test_the_pack_validates(cli: Cli) -> None:
@@ -206,13 +168,14 @@ def test_public_env_assertions_planted_mistake_fails_naming_the_assertion(tmp_pa
     assert json.loads(answers[0]) == [{"lamp_id": "L-1", "room": "hall", "on": False}]
 
 
-def test_legacy_judge_golden_passes(tmp_path: Path, cli: Cli, judge_url: str) -> None:
+def test_legacy_judge_golden_passes(
+    tmp_path: Path, cli: Cli, judge: tuple[str, list[dict[str, Any]]]
+) -> None:
+    judge_url, bodies = judge
     grade = _run(tmp_path, cli, "judged_reply", "--judge-model", "judge-1", "--judge-base-url", judge_url)
     assert (grade["binary_pass"], grade["score"]) == (True, 0.9), grade["reasons"]
-    system = _Judge.bodies[0]["messages"][0]["content"]
-    assert "parcel P-7 arrives on Friday" in system or "parcel P-7 arrives on Friday" in json.dumps(
-        _Judge.bodies[0]
-    )
+    system = bodies[0]["messages"][0]["content"]
+    assert "parcel P-7 arrives on Friday" in system or "parcel P-7 arrives on Friday" in json.dumps(bodies[0])
 
 
 def test_legacy_judge_planted_mistake_fails(tmp_path: Path, cli: Cli, judge_url: str) -> None:

@@ -66,9 +66,9 @@ def test_the_copied_tree_is_what_the_linter_reads(tmp_path: Path) -> None:
     [
         # the runner reaching into a db module instead of the db package's root
         (
-            "tolokaforge.runner.registry",
+            "tolokaforge.runner.trials.registry",
             "import tolokaforge.db.memory",
-            "tolokaforge.runner.registry -> tolokaforge.db.memory",
+            "tolokaforge.runner.trials.registry -> tolokaforge.db.memory",
         ),
         # an upward import: core knowing about the runner
         (
@@ -79,8 +79,8 @@ def test_the_copied_tree_is_what_the_linter_reads(tmp_path: Path) -> None:
         # the plugin entering the host through a module
         (
             "pytest_tolokaforge.session",
-            "import tolokaforge.host.episode",
-            "pytest_tolokaforge.session -> tolokaforge.host.episode",
+            "import tolokaforge.host.run.episode",
+            "pytest_tolokaforge.session -> tolokaforge.host.run.episode",
         ),
         # an import cycle between two modules of one package
         (
@@ -90,9 +90,9 @@ def test_the_copied_tree_is_what_the_linter_reads(tmp_path: Path) -> None:
         ),
         # generated code used past its facade
         (
-            "tolokaforge.runner.service",
+            "tolokaforge.runner.edge.servicer",
             "import tolokaforge.contracts._gen.db_service",
-            "tolokaforge.runner.service -> tolokaforge.contracts._gen.db_service",
+            "tolokaforge.runner.edge.servicer -> tolokaforge.contracts._gen.db_service",
         ),
     ],
 )

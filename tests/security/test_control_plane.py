@@ -255,7 +255,7 @@ def _service(module: str, *args: str, env: dict[str, str]) -> subprocess.Complet
     )
 
 
-@pytest.mark.parametrize("module", ["tolokaforge.runner.cli", "tolokaforge.db.cli"])
+@pytest.mark.parametrize("module", ["tolokaforge.runner.edge.cli", "tolokaforge.db.cli"])
 def test_a_public_bind_without_tls_refuses_to_start_naming_the_flag(module: str, tmp_path: Path) -> None:
     env = {**os.environ, "TOLOKAFORGE_TOKEN_DIR": str(tmp_path)}
     done = _service(module, "--host", "0.0.0.0", "--port", "0", env=env)
@@ -264,7 +264,7 @@ def test_a_public_bind_without_tls_refuses_to_start_naming_the_flag(module: str,
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
-@pytest.mark.parametrize("module", ["tolokaforge.runner.cli", "tolokaforge.db.cli"])
+@pytest.mark.parametrize("module", ["tolokaforge.runner.edge.cli", "tolokaforge.db.cli"])
 def test_a_token_file_others_can_read_is_refused(module: str, tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(new_token())
@@ -405,7 +405,7 @@ def test_clients_never_send_a_token_off_the_machine_in_clear(tmp_path: Path) -> 
     assert host.returncode == 2, (host.stdout[-1500:], host.stderr[-1500:])
     assert "--runner-ca" in host.stdout + host.stderr and "in clear" in host.stdout + host.stderr
     runner = _service(
-        "tolokaforge.runner.cli",
+        "tolokaforge.runner.edge.cli",
         *("--port", "0", "--db-url", "http://192.0.2.2:8765", "--db-token-file", str(token_file)),
         env=env,
     )
@@ -420,7 +420,7 @@ def test_a_host_with_a_wrong_runner_token_stops_with_a_setup_error(tmp_path: Pat
         "TOLOKAFORGE_TOKEN_DIR": str(tmp_path / "tokens"),
         "TOLOKAFORGE_RUN_KEY_DIR": str(tmp_path / "run-keys"),
     }
-    with _serving("tolokaforge.runner.cli", "--isolation", "process", env=env) as (address, token_file):
+    with _serving("tolokaforge.runner.edge.cli", "--isolation", "process", env=env) as (address, token_file):
         assert token_file.parent == tmp_path / "tokens"
         wrong = tmp_path / "wrong.token"
         write_token_file(wrong, new_token())

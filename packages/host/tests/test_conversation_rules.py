@@ -22,10 +22,10 @@ from tolokaforge.core.transcript import AssistantMessage, SystemMessage, ToolMes
 from tolokaforge.host.agents import GoldenAgentFactory, LLMAgentFactory, ScriptedAgentFactory
 from tolokaforge.host.agents.base import AgentFactory
 from tolokaforge.host.agents.scripted import Script
-from tolokaforge.host.conductor import TrialOutcome, TrialSettings, run_trial
 from tolokaforge.host.llm import DEFAULT_PRICES, ChatClient, ChatSettings
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.runner_client import RunnerClient
+from tolokaforge.host.run.conductor import TrialOutcome, TrialSettings, run_trial
+from tolokaforge.host.runner.client import RunnerClient
 from tolokaforge.host.users.base import UserSimulatorFactory
 from tolokaforge.host.users.llm import LLMUserFactory
 from tolokaforge.host.users.router import UserRouter

@@ -20,9 +20,9 @@ from tolokaforge.core.models import ConversationRules, UserSimulatorConfig
 from tolokaforge.core.transcript import SystemMessage, ToolMessage
 from tolokaforge.host.agents import ScriptedAgentFactory
 from tolokaforge.host.agents.scripted import Script
-from tolokaforge.host.conductor import TrialSettings, run_trial
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.runner_client import RunnerClient
+from tolokaforge.host.run.conductor import TrialSettings, run_trial
+from tolokaforge.host.runner.client import RunnerClient
 from tolokaforge.host.users.router import UserRouter
 from tolokaforge.runner import start_runner
 

@@ -35,10 +35,10 @@ from tolokaforge.core.credentials import bearer, new_token, write_token_file
 from tolokaforge.core.models import TaskDescription
 from tolokaforge.core.transcript import Message
 from tolokaforge.host.agents import Agent, GoldenAgentFactory
-from tolokaforge.host.exit_status import EXIT_INCOMPLETE, EXIT_OK, verdict
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.run import RunSettings, run_pack
-from tolokaforge.host.turns import AgentTurn
+from tolokaforge.host.run.exit_status import EXIT_INCOMPLETE, EXIT_OK, verdict
+from tolokaforge.host.run.schedule import RunSettings, run_pack
+from tolokaforge.host.run.turns import AgentTurn
 from tolokaforge.host.users.router import UserRouter
 
 ADMIN_DSN = os.environ.get("TOLOKAFORGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -122,7 +122,7 @@ class Services:
 
     def start_runner(self) -> None:
         self.runner = subprocess.Popen(
-            [sys.executable, "-c", "from tolokaforge.runner.cli import main; main()", "--port", "0",
+            [sys.executable, "-c", "from tolokaforge.runner.edge.cli import main; main()", "--port", "0",
              "--token-file", str(self.runner_token_file), "--db-url", self.db_url,
              "--db-token-file", str(self.db_token_file), "--lease", str(LEASE)],
             stdout=subprocess.PIPE,

@@ -9,8 +9,8 @@ import yaml
 from tolokaforge.core.models import MOCK_JUDGE_MODEL, JudgeModelConfig
 from tolokaforge.host.agents import GoldenAgentFactory
 from tolokaforge.host.packs import Pack, load_pack
-from tolokaforge.host.run import RunSettings, run_pack
-from tolokaforge.host.summary import RunSummary
+from tolokaforge.host.results.summary import RunSummary
+from tolokaforge.host.run.schedule import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
 
 

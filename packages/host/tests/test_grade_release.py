@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from tolokaforge.host import GoldenAgentFactory, UserRouter
-from tolokaforge.host.conductor import TrialSettings, run_trial
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.runner_client import RunnerClient
+from tolokaforge.host.run.conductor import TrialSettings, run_trial
+from tolokaforge.host.runner.client import RunnerClient
 from tolokaforge.runner import start_runner
 
 RETAIL = Path(__file__).parents[3] / "examples" / "packs" / "retail"

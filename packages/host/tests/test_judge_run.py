@@ -16,7 +16,7 @@ from tolokaforge.host.cli import main
 from tolokaforge.host.cli.run_command import judge_model_config
 from tolokaforge.host.errors import ConfigError, PackLoadError
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.run import RunSettings, run_pack
+from tolokaforge.host.run.schedule import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import pytest
 
 import tolokaforge.host as host
 
-HEAVY = ("aiohttp", "grpclib", "tolokaforge.runner", "tolokaforge.host.run")
+HEAVY = ("aiohttp", "grpclib", "tolokaforge.runner", "tolokaforge.host.run.schedule")
 
 
 def _modules_after(statement: str) -> set[str]:
@@ -23,8 +23,8 @@ def _modules_after(statement: str) -> set[str]:
 
 
 def test_the_result_file_helper_imports_nothing_heavy() -> None:
-    loaded = _modules_after("import tolokaforge.host.file_writer_main")
-    assert "tolokaforge.host.yaml_files" in loaded
+    loaded = _modules_after("import tolokaforge.host.results.file_writer_main")
+    assert "tolokaforge.host.results.yaml_files" in loaded
     assert not [name for name in HEAVY if name in loaded]
 
 
@@ -32,7 +32,7 @@ def test_every_public_name_resolves_and_is_listed() -> None:
     for name in host.__all__:
         assert getattr(host, name) is not None, name
     assert set(host.__all__) <= set(dir(host))
-    assert "tolokaforge.host.run" in _modules_after("from tolokaforge.host import run_pack")
+    assert "tolokaforge.host.run.schedule" in _modules_after("from tolokaforge.host import run_pack")
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:

@@ -13,7 +13,7 @@ from aiohttp import web
 from tolokaforge.host.agents import LLMAgentFactory
 from tolokaforge.host.llm import DEFAULT_PRICES, ChatClient, ChatSettings
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.run import RunSettings, run_pack
+from tolokaforge.host.run.schedule import RunSettings, run_pack
 from tolokaforge.host.users.llm import LLMUserFactory
 from tolokaforge.host.users.router import UserRouter
 

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.host.cli import main
-from tolokaforge.host.manifest import pack_digest
+from tolokaforge.host.results.manifest import pack_digest
 
 if TYPE_CHECKING:
     from conftest import ChatServer, Replies, Responder

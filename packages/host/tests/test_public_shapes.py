@@ -12,7 +12,7 @@ import yaml
 from tolokaforge.core.transcript import AssistantMessage, Message, UserMessage
 from tolokaforge.host.errors import ConfigError, PackLoadError
 from tolokaforge.host.packs import inspect_pack, load_pack
-from tolokaforge.host.run_config import OPENROUTER_BASE_URL, read_run_config
+from tolokaforge.host.run.config_file import OPENROUTER_BASE_URL, read_run_config
 from tolokaforge.host.users.scripted import ScriptedUser
 
 # --- the scripted user: the public simulator's order of preference -------------------------------

@@ -14,7 +14,7 @@ import yaml
 from tolokaforge.host.agents import GoldenAgentFactory
 from tolokaforge.host.agents.scripted import ScriptedAgentFactory, load_script
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.run import RunSettings, run_pack
+from tolokaforge.host.run.schedule import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
 
 LIBRARY = Path(__file__).parent / "fixtures" / "packs" / "library"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tolokaforge.contracts.runner import ExecuteToolResponse, RegisterTrialResponse, ToolSchema
-from tolokaforge.host.reply_codec import KEPT, ReplyCodec
+from tolokaforge.host.runner.reply_codec import KEPT, ReplyCodec
 
 
 def _reply(name: str) -> bytes:

@@ -14,10 +14,10 @@ from aiohttp import web
 from tolokaforge.host import llm_session
 from tolokaforge.host.agents import GoldenAgentFactory, ScriptedAgentFactory, load_script
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.run import RunSettings, run_pack
-from tolokaforge.host.summary import RunSummary, summarise
+from tolokaforge.host.results.summary import RunSummary, summarise
+from tolokaforge.host.results.yaml_files import read_yaml
+from tolokaforge.host.run.schedule import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
-from tolokaforge.host.yaml_files import read_yaml
 
 LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tolokaforge.host.yaml_files import dump_yaml
+from tolokaforge.host.results.yaml_files import dump_yaml
 
 LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -13,7 +13,7 @@ from tolokaforge.host.agents import GoldenAgentFactory, ScriptedAgentFactory, lo
 from tolokaforge.host.cli import main
 from tolokaforge.host.errors import ConfigError, PackLoadError
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.run import RunSettings, run_pack
+from tolokaforge.host.run.schedule import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
 
 MOCK_JUDGE = JudgeModelConfig(model=MOCK_JUDGE_MODEL)

@@ -20,9 +20,9 @@ import pytest
 
 from tolokaforge.core.credentials import new_token, write_token_file
 from tolokaforge.host.agents import GoldenAgentFactory
-from tolokaforge.host.exit_status import EXIT_INCOMPLETE, EXIT_OK, verdict
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.run import RunSettings, run_pack
+from tolokaforge.host.run.exit_status import EXIT_INCOMPLETE, EXIT_OK, verdict
+from tolokaforge.host.run.schedule import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
 
 
@@ -46,7 +46,7 @@ class RunnerProcess:
             [
                 sys.executable,
                 "-c",
-                "from tolokaforge.runner.cli import main; main()",
+                "from tolokaforge.runner.edge.cli import main; main()",
                 "--port",
                 str(self.port),
                 "--token-file",

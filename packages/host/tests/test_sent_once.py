@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from tolokaforge.host.sent_once import SentOnce
+from tolokaforge.host.runner.sent_once import SentOnce
 
 
 async def test_a_key_being_sent_makes_the_next_claim_wait_for_the_answer() -> None:

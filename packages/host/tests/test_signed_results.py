@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from aiohttp import web
 
-from tolokaforge.host.file_writer import FileWriterProcess
-from tolokaforge.host.ledger import Ledger, LedgerState
-from tolokaforge.host.records import LEDGER_FILE, RecordSigner, check_manifest, check_record
-from tolokaforge.host.results import MAX_STORED_CHARS
-from tolokaforge.host.run_keys import KEY_DIR_ENV, load_run_key, run_ledger
-from tolokaforge.host.yaml_files import TrialFiles
+from tolokaforge.host.results.file_writer import FileWriterProcess
+from tolokaforge.host.results.ledger import Ledger, LedgerState
+from tolokaforge.host.results.records import LEDGER_FILE, RecordSigner, check_manifest, check_record
+from tolokaforge.host.results.run_keys import KEY_DIR_ENV, load_run_key, run_ledger
+from tolokaforge.host.results.trial_files import MAX_STORED_CHARS
+from tolokaforge.host.results.yaml_files import TrialFiles
 
 if TYPE_CHECKING:
     from conftest import ChatServer, Responder

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from tolokaforge.host.slots import TrialSlots
+from tolokaforge.host.run.slots import TrialSlots
 
 
 async def _settle() -> None:

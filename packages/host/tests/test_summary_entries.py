@@ -7,9 +7,9 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tolokaforge.host.summary import EntryTexts, RunSummary, render_summary
-from tolokaforge.host.trial_rows import TRIAL_KINDS, TrialKind, TrialRow
-from tolokaforge.host.yaml_files import dump_yaml
+from tolokaforge.host.results.summary import EntryTexts, RunSummary, render_summary
+from tolokaforge.host.results.trial_rows import TRIAL_KINDS, TrialKind, TrialRow
+from tolokaforge.host.results.yaml_files import dump_yaml
 
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
 _rows = st.builds(

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.runner_client import RunnerClient
-from tolokaforge.host.trial_spec import build_trial_spec
+from tolokaforge.host.run.trial_spec import build_trial_spec
+from tolokaforge.host.runner.client import RunnerClient
 from tolokaforge.runner import start_runner
-from tolokaforge.runner.task_cache import TaskCache
+from tolokaforge.runner.trials.task_cache import TaskCache
 
 RETAIL = Path(__file__).parents[3] / "examples" / "packs" / "retail"
 Stubs = Callable[..., Any]

@@ -10,7 +10,7 @@ import yaml
 
 from tolokaforge.host.agents import GoldenAgentFactory
 from tolokaforge.host.packs import inspect_pack, load_pack
-from tolokaforge.host.run import RunSettings, run_pack
+from tolokaforge.host.run.schedule import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
 
 TASK = "dc_airplane_mode_no_service"

@@ -13,8 +13,8 @@ from tolokaforge.contracts.runner import Grade, TraceChecksSummary, TraceConstra
 from tolokaforge.host.agents import ScriptedAgentFactory, load_script
 from tolokaforge.host.cli.report import summary_table
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.run import RunSettings, run_pack
-from tolokaforge.host.trace_results import check_trace_payload
+from tolokaforge.host.results.trace_results import check_trace_payload
+from tolokaforge.host.run.schedule import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
 
 GATE_TASK = "trace_gate_final_sale_never_filed"

@@ -16,10 +16,10 @@ from aiohttp import web
 
 from tolokaforge.core.credentials import new_token, write_token_file
 from tolokaforge.host.agents import LLMAgentFactory
-from tolokaforge.host.exit_status import verdict
 from tolokaforge.host.llm import DEFAULT_PRICES, ChatClient, ChatSettings
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.run import RunSettings, run_pack
+from tolokaforge.host.run.exit_status import verdict
+from tolokaforge.host.run.schedule import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
 
 if TYPE_CHECKING:

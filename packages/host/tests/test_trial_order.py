@@ -11,7 +11,7 @@ from tolokaforge.core.models import TaskDescription
 from tolokaforge.host.agents import GoldenAgentFactory
 from tolokaforge.host.agents.golden import GoldenAgent
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.run import RunSettings, run_pack
+from tolokaforge.host.run.schedule import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
 
 

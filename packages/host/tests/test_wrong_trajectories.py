@@ -19,7 +19,7 @@ import yaml
 from tolokaforge.core.models import MOCK_JUDGE_MODEL, JudgeModelConfig
 from tolokaforge.host.agents.scripted import ScriptedAgentFactory, load_script
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.run import RunSettings, run_pack
+from tolokaforge.host.run.schedule import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
 
 PACKS = Path(__file__).resolve().parents[3] / "examples" / "packs"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tolokaforge.core.settings import SettingsError, env_var
-from tolokaforge.runner.cli import ENV_PREFIX, RunnerOptions, parse_options
+from tolokaforge.runner.edge.cli import ENV_PREFIX, RunnerOptions, parse_options
 
 
 def test_every_option_has_a_variable_under_the_runner_prefix() -> None:
@@ -85,7 +85,7 @@ def test_store_and_db_url_must_agree() -> None:
 )
 def test_a_bad_setting_is_one_line_and_status_2(args: list[str], env: dict[str, str], expected: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", "from tolokaforge.runner.cli import main; main()", *args],
+        [sys.executable, "-c", "from tolokaforge.runner.edge.cli import main; main()", *args],
         env={"PATH": "/usr/bin:/bin", **env},
         capture_output=True,
         text=True,

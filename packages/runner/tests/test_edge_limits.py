@@ -45,7 +45,7 @@ class RunnerProcess:
         self.token = new_token()
         write_token_file(token_file, self.token)
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "from tolokaforge.runner.cli import main; main()", "--port", "0",
+            [sys.executable, "-c", "from tolokaforge.runner.edge.cli import main; main()", "--port", "0",
              "--token-file", str(token_file), *args],
             stdout=subprocess.PIPE,
             text=True,

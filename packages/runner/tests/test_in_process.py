@@ -18,7 +18,7 @@ from tolokaforge.contracts.runner import (
     HealthCheckRequest,
 )
 from tolokaforge.runner import RunnerHandle, RunnerSettings, start_runner
-from tolokaforge.runner.in_process import InProcessStub
+from tolokaforge.runner.edge.in_process import InProcessStub
 
 from .conftest import make_spec, register_request
 

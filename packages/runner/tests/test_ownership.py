@@ -57,7 +57,7 @@ async def db(runner_pg_dsn: str, tmp_path: Path) -> AsyncIterator[DbService]:
 
 def _start_runner_process(db: DbService, token_file: Path) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
-        [sys.executable, "-c", "from tolokaforge.runner.cli import main; main()", "--port", "0",
+        [sys.executable, "-c", "from tolokaforge.runner.edge.cli import main; main()", "--port", "0",
          "--token-file", str(token_file), "--db-url", db.url, "--db-token-file", str(db.token_file),
          "--lease", str(LEASE)],
         stdout=subprocess.PIPE,

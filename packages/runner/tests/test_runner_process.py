@@ -27,7 +27,7 @@ async def _start(tmp: Path, isolation: str, token_file: Path) -> tuple[asyncio.s
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
-        "from tolokaforge.runner.cli import main; main()",
+        "from tolokaforge.runner.edge.cli import main; main()",
         "--port",
         "0",
         "--token-file",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tolokaforge.runner.scratch import (
+from tolokaforge.runner.trials.scratch import (
     MIN_FREE_BYTES,
     PREFIX,
     Scratch,
@@ -78,7 +78,7 @@ def test_a_dead_runners_directory_is_swept_and_a_live_ones_is_not(tmp_path: Path
 _KILLED_RUNNER = """
 import os, sys
 from pathlib import Path
-from tolokaforge.runner.scratch import Scratch
+from tolokaforge.runner.trials.scratch import Scratch
 scratch = Scratch(Path(sys.argv[1]))
 print(scratch.name, flush=True)
 os._exit(0)  # no cleanup: what SIGKILL leaves

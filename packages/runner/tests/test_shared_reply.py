@@ -17,7 +17,7 @@ from tolokaforge.contracts.runner import (
 )
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.runner import RunnerSettings, start_runner
-from tolokaforge.runner.reply_wire import ReplyCodec, send_unchanged
+from tolokaforge.runner.edge.reply_wire import ReplyCodec, send_unchanged
 
 from .conftest import fixture_server, make_spec
 

@@ -25,7 +25,7 @@ from tolokaforge.contracts.runner import (
 )
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.runner import RunnerHandle
-from tolokaforge.runner.task_cache import TaskCache
+from tolokaforge.runner.trials.task_cache import TaskCache
 
 from .conftest import Episode, make_spec
 

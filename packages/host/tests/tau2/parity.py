@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tolokaforge.host.summary import RunSummary
+from tolokaforge.host.results.summary import RunSummary
 
 __all__ = [
     "Disagreement",

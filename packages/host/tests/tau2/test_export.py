@@ -21,7 +21,7 @@ from tolokaforge.host.packs.tau2.simulations import (
     tau2_reward_info,
     tau2_termination,
 )
-from tolokaforge.host.summary import RunSummary, TrialRow
+from tolokaforge.host.results.summary import RunSummary, TrialRow
 
 tau2_simulation = pytest.importorskip("tau2.data_model.simulation")
 tau2_message = pytest.importorskip("tau2.data_model.message")

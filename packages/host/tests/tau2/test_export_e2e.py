@@ -28,9 +28,9 @@ from tolokaforge.host.agents import GoldenAgent
 from tolokaforge.host.cli import main
 from tolokaforge.host.packs import load_pack
 from tolokaforge.host.packs.tau2.export import export_tau2_results, tau2_results
-from tolokaforge.host.run import RunSettings, run_pack
-from tolokaforge.host.summary import RunSummary
-from tolokaforge.host.turns import AgentTurn, ProposedCall, UserTurn
+from tolokaforge.host.results.summary import RunSummary
+from tolokaforge.host.run.schedule import RunSettings, run_pack
+from tolokaforge.host.run.turns import AgentTurn, ProposedCall, UserTurn
 from tolokaforge.host.users.router import UserRouter
 
 from .parity import assert_tau2_parity, load_tau2_results, tau2_disagreements

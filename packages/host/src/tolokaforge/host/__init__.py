@@ -17,20 +17,20 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .agent_setup import AgentRecipe, LLMOptions
     from .agents import GoldenAgentFactory
-    from .episode import Episode, run_episode
+    from .agents.setup import AgentRecipe, LLMOptions
     from .errors import HostError, PackLoadError, PackProblem
-    from .exit_status import Verdict, verdict
     from .html_report import write_report
     from .llm import DEFAULT_PRICES, ChatClient, ChatSettings, llm_session
     from .packs import LoadedTask, Pack, PackReport, inspect_pack, load_pack
     from .packs.tau2 import export_tau2_results, tau2_task
     from .ray_backend import RaySettings, ray_connection
-    from .run import RunSettings, run_pack
-    from .runner_client import RegisteredTrial, RunnerClient, open_runner, parse_address
-    from .summary import RunSummary
-    from .trial_spec import build_trial_spec, register_request
+    from .results.summary import RunSummary
+    from .run.episode import Episode, run_episode
+    from .run.exit_status import Verdict, verdict
+    from .run.schedule import RunSettings, run_pack
+    from .run.trial_spec import build_trial_spec, register_request
+    from .runner.client import RegisteredTrial, RunnerClient, open_runner, parse_address
     from .users.router import UserRouter
 
 __all__ = [

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from .grpc_edge import EdgeLimits
+    from .edge.guard import EdgeLimits
+    from .edge.server import RunnerHandle, RunnerSettings, start_runner
     from .process.confinement import Confinement, SandboxUnavailable, View
     from .process.sandbox import Limits
-    from .server import RunnerHandle, RunnerSettings, start_runner
     from .tools.child_process import ChildProcess
 
 __all__ = [
@@ -39,11 +39,11 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in ("RunnerHandle", "RunnerSettings", "start_runner"):
-        from . import server
+        from .edge import server
 
         return getattr(server, name)
     if name == "EdgeLimits":
-        from .grpc_edge import EdgeLimits
+        from .edge.guard import EdgeLimits
 
         return EdgeLimits
     if name in ("Confinement", "SandboxUnavailable", "View"):

@@ -4,7 +4,7 @@ Every option is also an environment variable, ``TOLOKAFORGE_<OPTION>`` (shown in
 is ``tolokaforge.core.settings.env_var``). A usage error or a prerequisite failure — a bad option, a
 pack that does not load, a runner or model endpoint that cannot be reached, a missing API key — is one
 line on stderr with exit status 2, never a traceback. ``run`` ends with a line naming its exit status
-(see ``tolokaforge.host.exit_status``); an interrupt exits 130.
+(see ``tolokaforge.host.run.exit_status``); an interrupt exits 130.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 import click
 
 from ..errors import HostError
-from ..exit_status import EXIT_INTERRUPTED, EXIT_USAGE
+from ..run.exit_status import EXIT_INTERRUPTED, EXIT_USAGE
 from .export_command import export_command
 from .init_command import init_command
 from .report_command import report_command, view_command

@@ -16,11 +16,11 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from ..agent_setup import AgentRecipe, LLMOptions
+from ..agents.setup import AgentRecipe, LLMOptions
 from ..errors import ConfigError, PackLoadError, PackProblem
-from ..matrix import Cell, combine_packs
 from ..packs import Pack, load_pack
-from ..run_config import RunConfigPlan, read_run_config
+from ..run.config_file import RunConfigPlan, read_run_config
+from ..run.matrix import Cell, combine_packs
 
 __all__ = ["ConfigRun", "RecipeMaker", "plan_config_run"]
 

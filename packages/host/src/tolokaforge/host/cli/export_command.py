@@ -20,8 +20,8 @@ from pathlib import Path
 
 import click
 
-from ..exit_status import EXIT_INCOMPLETE, EXIT_OK
 from ..packs.tau2.export import tau2_results
+from ..run.exit_status import EXIT_INCOMPLETE, EXIT_OK
 from .options import option
 
 __all__ = ["export_command"]

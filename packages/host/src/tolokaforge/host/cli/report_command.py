@@ -22,8 +22,8 @@ from pathlib import Path
 import click
 
 from ..errors import ConfigError
-from ..exit_status import EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from ..html_report import ReportData, publish_report, serve_report
+from ..run.exit_status import EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from .options import option
 
 __all__ = ["report_command", "view_command"]

@@ -19,20 +19,20 @@ from rich.console import Console
 from tolokaforge.core.collector import tune_collector
 from tolokaforge.core.models import JudgeModelConfig, JudgePrice, describe_validation_error
 
-from ..agent_setup import AgentRecipe, LLMOptions
 from ..agents import load_script
 from ..agents.base import AgentFactory
+from ..agents.setup import AgentRecipe, LLMOptions
 from ..errors import ConfigError
-from ..exit_status import verdict
 from ..llm import llm_session, load_prices
 from ..llm.chat import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
 from ..llm.preflight import check_endpoint
 from ..llm.pricing import price_for
-from ..matrix import Cell, CellAgents
 from ..packs import Pack, load_pack
 from ..ray_backend import RaySettings
-from ..run import RunSettings, run_pack
-from ..summary import RunSummary
+from ..results.summary import RunSummary
+from ..run.exit_status import verdict
+from ..run.matrix import Cell, CellAgents
+from ..run.schedule import RunSettings, run_pack
 from .config_run import ConfigRun, RecipeMaker, plan_config_run
 from .options import option
 from .report import ProgressObserver, cells_table, failures_table, summary_table, tasks_table

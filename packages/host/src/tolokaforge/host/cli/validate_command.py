@@ -9,9 +9,9 @@ from pathlib import Path
 import click
 
 from ..errors import PackLoadError
-from ..golden_check import check_golden_paths
 from ..llm.chat import DEFAULT_BASE_URL
 from ..packs import load_pack
+from ..run.golden_check import check_golden_paths
 from .options import option
 from .run_command import judge_model_config
 

@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..errors import ConfigError
-from ..ledger import LedgerState
-from ..manifest import read_manifest
-from ..records import RecordSigner, check_record
-from ..results import trial_dir
-from ..run_keys import Unverifiable, verify_run
-from ..summary import DEFINITIONS, RunSummary
-from ..trial_rows import TrialRow, read_row, row_of
-from ..yaml_files import parse_yaml, read_yaml
+from ..results.ledger import LedgerState
+from ..results.manifest import read_manifest
+from ..results.records import RecordSigner, check_record
+from ..results.run_keys import Unverifiable, verify_run
+from ..results.summary import DEFINITIONS, RunSummary
+from ..results.trial_files import trial_dir
+from ..results.trial_rows import TrialRow, read_row, row_of
+from ..results.yaml_files import parse_yaml, read_yaml
 
 __all__ = ["ReportData", "TrialView", "collect"]
 

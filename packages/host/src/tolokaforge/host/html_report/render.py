@@ -14,7 +14,7 @@ from typing import Any
 
 from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
 
-from ..redaction import Redactor
+from ..results.redaction import Redactor
 from .collect import ReportData, collect
 
 __all__ = ["REPORT_FILE", "publish_report", "render_report", "write_report"]

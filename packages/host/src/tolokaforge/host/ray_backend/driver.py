@@ -22,11 +22,11 @@ from typing import Any, cast
 
 from tolokaforge.core.termination import TerminationReason
 
-from ..conductor import LostAttempt, TrialOutcome, TrialSettings
-from ..episode import Episode
 from ..errors import RunnerUnavailableError
 from ..packs.loader import LoadedTask
-from ..trial_spec import trial_id
+from ..run.conductor import LostAttempt, TrialOutcome, TrialSettings
+from ..run.episode import Episode
+from ..run.trial_spec import trial_id
 from .cluster import RayActorError, RayTaskError, WorkerCrashedError, connected, ray, worker_count
 from .settings import CREDENTIAL_VARIABLES, RaySettings
 from .worker import GoldenReplay, Isolation, TrialWorker

@@ -13,12 +13,12 @@ import os
 import socket
 from typing import Any, Literal
 
-from ..agent_setup import AgentRecipe
 from ..agents.base import AgentFactory
-from ..conductor import TrialOutcome, TrialSettings, run_trial
+from ..agents.setup import AgentRecipe
 from ..llm import llm_session
 from ..packs.loader import LoadedTask
-from ..runner_client import RunnerClient, open_runner
+from ..run.conductor import TrialOutcome, TrialSettings, run_trial
+from ..runner.client import RunnerClient, open_runner
 from ..users.router import UserRouter
 
 __all__ = ["Isolation", "TrialWorker"]

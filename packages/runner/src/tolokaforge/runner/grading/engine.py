@@ -42,8 +42,8 @@ from ..errors import (
     NotGradeable,
     UnresolvableGoldenAction,
 )
-from ..executor import ToolExecutor
-from ..trial import TrialContext
+from ..tools.executor import ToolExecutor
+from ..trials.context import TrialContext
 from .component import ITEMS, ComponentResult, ItemResult, KeyLedger
 from .custom_checks import CheckEvidence, run_custom_checks
 from .env_assertions import evaluate_env_assertions

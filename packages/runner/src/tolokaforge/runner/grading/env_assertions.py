@@ -21,8 +21,8 @@ from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.core.models import EnvAssertion, EnvAssertionsConfig
 
 from ..errors import EnvAssertionFailed
-from ..executor import ToolExecutor
-from ..trial import TrialContext
+from ..tools.executor import ToolExecutor
+from ..trials.context import TrialContext
 from .component import ITEMS, ComponentResult, ItemResult
 from .jsonpath_checks import json_equal
 from .kept_state import kept_trial_state

@@ -17,12 +17,12 @@ from tolokaforge.core.models import GoldenAction
 from tolokaforge.core.state_diff import diff_states
 
 from ..errors import HashGradingFailed
-from ..executor import ToolExecutor
-from ..golden_memo import GoldenOutcome, MemoKey
-from ..registry import INITIALIZED_SNAPSHOT
+from ..tools.executor import ToolExecutor
 from ..tools.state_sync import push_state
-from ..trial import TrialContext
+from ..trials.context import TrialContext
+from ..trials.registry import INITIALIZED_SNAPSHOT
 from .component import ComponentResult
+from .golden_memo import GoldenOutcome, MemoKey
 from .kept_state import kept_trial_state
 
 __all__ = ["PRE_GOLDEN_SNAPSHOT", "grade_hash"]

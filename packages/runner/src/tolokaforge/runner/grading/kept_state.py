@@ -19,7 +19,7 @@ from tolokaforge.db import NotFoundError
 
 from ..state.mirror import SetAside
 from ..tools.state_sync import push_state
-from ..trial import TrialContext
+from ..trials.context import TrialContext
 
 __all__ = ["KeptState", "kept_trial_state"]
 

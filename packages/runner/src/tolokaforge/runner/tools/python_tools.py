@@ -19,8 +19,8 @@ from typing import Any, NamedTuple, cast
 from tolokaforge.core.models import ToolDescription
 from tolokaforge.core.tool_result import ReportedError
 
-from ..code_loader import CodeBundle
 from ..errors import ToolLoadError
+from ..trials.code_loader import CodeBundle
 from .base import compile_parameters
 from .schema_check import SchemaCheck
 

@@ -52,9 +52,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from ...errors import ConfigError
-from ...records import check_record
-from ...run_keys import RunVerification, verify_run
-from ...yaml_files import parse_yaml, read_yaml
+from ...results.records import check_record
+from ...results.run_keys import RunVerification, verify_run
+from ...results.yaml_files import parse_yaml, read_yaml
 from .ids import local_task_ids
 from .loader import TAU2_CONVERSATION
 from .simulations import tau2_messages, tau2_module, tau2_reward_info, tau2_termination

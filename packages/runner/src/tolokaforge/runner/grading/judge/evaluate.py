@@ -19,7 +19,7 @@ from tolokaforge.contracts.runner import CriterionResult, JudgeReport, JudgeStat
 from tolokaforge.core.models import JudgeModelConfig, LLMJudgeConfig
 from tolokaforge.core.transcript.messages import Message
 
-from ...trial import TrialContext
+from ...trials.context import TrialContext
 from ..component import ComponentResult
 from .chat import HttpJudgeChat, JudgeChat, JudgeFailed, resolve_api_key
 from .loop import JudgeUsage, converse

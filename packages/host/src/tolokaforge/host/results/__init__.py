@@ -1,0 +1,1 @@
+"""What a run writes: trial files, records and ledger, manifest, summary."""

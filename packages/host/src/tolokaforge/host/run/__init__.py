@@ -1,0 +1,1 @@
+"""A run: trial ids and specs, the schedule, one trial's conductor and episode loop."""

@@ -66,9 +66,9 @@ def test_the_copied_tree_is_what_the_linter_reads(tmp_path: Path) -> None:
     [
         # the runner reaching into a db module instead of the db package's root
         (
-            "tolokaforge.runner.trials.registry",
+            "tolokaforge.runner.lifecycle.registry",
             "import tolokaforge.db.memory",
-            "tolokaforge.runner.trials.registry -> tolokaforge.db.memory",
+            "tolokaforge.runner.lifecycle.registry -> tolokaforge.db.memory",
         ),
         # an upward import: core knowing about the runner
         (

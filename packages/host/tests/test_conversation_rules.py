@@ -24,7 +24,8 @@ from tolokaforge.host.agents.base import AgentFactory
 from tolokaforge.host.agents.scripted import Script
 from tolokaforge.host.llm import DEFAULT_PRICES, ChatClient, ChatSettings
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.run.conductor import TrialOutcome, TrialSettings, run_trial
+from tolokaforge.host.results.outcome import TrialOutcome
+from tolokaforge.host.run.conductor import TrialSettings, run_trial
 from tolokaforge.host.runner.client import RunnerClient
 from tolokaforge.host.users.base import UserSimulatorFactory
 from tolokaforge.host.users.llm import LLMUserFactory

@@ -38,7 +38,7 @@ from tolokaforge.host.agents import Agent, GoldenAgentFactory
 from tolokaforge.host.packs import load_pack
 from tolokaforge.host.run.exit_status import EXIT_INCOMPLETE, EXIT_OK, verdict
 from tolokaforge.host.run.schedule import RunSettings, run_pack
-from tolokaforge.host.run.turns import AgentTurn
+from tolokaforge.host.turns import AgentTurn
 from tolokaforge.host.users.router import UserRouter
 
 ADMIN_DSN = os.environ.get("TOLOKAFORGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")

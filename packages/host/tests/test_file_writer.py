@@ -7,10 +7,9 @@ from pathlib import Path
 import pytest
 
 from tolokaforge.host.results.file_writer import FileWriterProcess, HelperGone, store_trial
+from tolokaforge.host.results.outcome import Episode, TrialOutcome
 from tolokaforge.host.results.result_writer import ResultWriter
 from tolokaforge.host.results.yaml_files import TrialFiles, dump_yaml, read_yaml
-from tolokaforge.host.run.conductor import TrialOutcome
-from tolokaforge.host.run.episode import Episode
 
 
 def _files(directory: Path, *, finished: bool = True) -> TrialFiles:

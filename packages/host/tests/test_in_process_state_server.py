@@ -16,8 +16,8 @@ from tolokaforge.contracts.runner import GetStateRequest, ResetTrialRequest, Run
 from tolokaforge.host.agents import GoldenAgentFactory
 from tolokaforge.host.packs import load_pack
 from tolokaforge.host.run.schedule import RunSettings, run_pack
-from tolokaforge.host.run.trial_spec import build_trial_spec
 from tolokaforge.host.runner.client import RunnerClient
+from tolokaforge.host.runner.trial_spec import build_trial_spec
 from tolokaforge.host.users.router import UserRouter
 from tolokaforge.runner import start_runner
 

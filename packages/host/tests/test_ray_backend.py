@@ -28,9 +28,9 @@ from tolokaforge.core.models import MOCK_JUDGE_MODEL, JudgeModelConfig
 from tolokaforge.host.agents import GoldenAgentFactory
 from tolokaforge.host.agents.setup import AgentRecipe, LLMOptions
 from tolokaforge.host.packs import Pack, load_pack
-from tolokaforge.host.ray_backend import RaySettings
-from tolokaforge.host.ray_backend.cluster import local_token_file, ray, start_local_cluster
-from tolokaforge.host.run.conductor import TrialOutcome
+from tolokaforge.host.results.outcome import TrialOutcome
+from tolokaforge.host.run.ray import RaySettings
+from tolokaforge.host.run.ray.cluster import local_token_file, ray, start_local_cluster
 from tolokaforge.host.run.schedule import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
 

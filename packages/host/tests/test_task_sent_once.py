@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.run.trial_spec import build_trial_spec
 from tolokaforge.host.runner.client import RunnerClient
+from tolokaforge.host.runner.trial_spec import build_trial_spec
 from tolokaforge.runner import start_runner
 from tolokaforge.runner.trials.task_cache import TaskCache
 

@@ -26,7 +26,7 @@ from tolokaforge.contracts.runner import (
 )
 from tolokaforge.contracts.tool import ToolError, ToolErrorCategory
 from tolokaforge.runner import RunnerHandle, RunnerSettings, start_runner
-from tolokaforge.runner.tools.executor import MAX_BUDGET_S, clamp_budget
+from tolokaforge.runner.calls.executor import MAX_BUDGET_S, clamp_budget
 
 from .conftest import FIXTURES, make_spec, outer_pid, pid_namespace, register_request
 

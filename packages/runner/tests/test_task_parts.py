@@ -21,7 +21,7 @@ from tolokaforge.contracts.runner import (
 )
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.runner import RunnerHandle
-from tolokaforge.runner.trials.code_loader import load_code
+from tolokaforge.runner.tools.code_loader import load_code
 from tolokaforge.runner.trials.task_cache import TaskCache, TaskParts
 
 from .conftest import FIXTURES, initial_tables, make_spec
@@ -220,7 +220,7 @@ async def test_the_code_part_is_written_out_and_digested_once(
         loads.append(code)
         return load_code(code, work_dir)
 
-    monkeypatch.setattr("tolokaforge.runner.trials.registry.load_code", counting)
+    monkeypatch.setattr("tolokaforge.runner.lifecycle.registry.load_code", counting)
     assert (await stub.register_trial(Wire("c1").request("c1:0"))).success
     assert (await stub.register_trial(Wire("c2", system_prompt="c2").request("c2:0", code=False))).success
     assert (await stub.register_trial(Wire("c3", system_prompt="c3").request("c3:0", code=False))).success

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tolokaforge.host.agents import GoldenAgentFactory
 from tolokaforge.host.packs import Pack, inspect_pack, load_pack
-from tolokaforge.host.packs.tau2.export import export_tau2_results
+from tolokaforge.host.results.tau2_export import export_tau2_results
 from tolokaforge.host.run.schedule import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
 

@@ -14,7 +14,6 @@ from tolokaforge.core.termination import TerminationReason
 from tolokaforge.host.cli import main
 from tolokaforge.host.errors import ConfigError
 from tolokaforge.host.packs.tau2 import tau2_task
-from tolokaforge.host.packs.tau2.export import tau2_results
 from tolokaforge.host.packs.tau2.simulations import (
     TERMINATIONS,
     tau2_messages,
@@ -22,6 +21,7 @@ from tolokaforge.host.packs.tau2.simulations import (
     tau2_termination,
 )
 from tolokaforge.host.results.summary import RunSummary, TrialRow
+from tolokaforge.host.results.tau2_export import tau2_results
 
 tau2_simulation = pytest.importorskip("tau2.data_model.simulation")
 tau2_message = pytest.importorskip("tau2.data_model.message")

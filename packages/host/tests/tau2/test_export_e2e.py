@@ -27,10 +27,10 @@ from tolokaforge.core.transcript import Message
 from tolokaforge.host.agents import GoldenAgent
 from tolokaforge.host.cli import main
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.packs.tau2.export import export_tau2_results, tau2_results
 from tolokaforge.host.results.summary import RunSummary
+from tolokaforge.host.results.tau2_export import export_tau2_results, tau2_results
 from tolokaforge.host.run.schedule import RunSettings, run_pack
-from tolokaforge.host.run.turns import AgentTurn, ProposedCall, UserTurn
+from tolokaforge.host.turns import AgentTurn, ProposedCall, UserTurn
 from tolokaforge.host.users.router import UserRouter
 
 from .parity import assert_tau2_parity, load_tau2_results, tau2_disagreements

@@ -19,9 +19,9 @@ import pytest
 from tolokaforge.core.models import GoldenAction, TaskDescription
 from tolokaforge.host.agents import GoldenAgent
 from tolokaforge.host.packs import Pack, load_pack
-from tolokaforge.host.packs.tau2.export import export_tau2_results
+from tolokaforge.host.results.tau2_export import export_tau2_results
 from tolokaforge.host.run.schedule import RunSettings, run_pack
-from tolokaforge.host.run.turns import AgentTurn, ProposedCall
+from tolokaforge.host.turns import AgentTurn, ProposedCall
 from tolokaforge.host.users.router import UserRouter
 
 from .parity import assert_tau2_parity

@@ -23,14 +23,16 @@ if TYPE_CHECKING:
     from .html_report import write_report
     from .llm import DEFAULT_PRICES, ChatClient, ChatSettings, llm_session
     from .packs import LoadedTask, Pack, PackReport, inspect_pack, load_pack
-    from .packs.tau2 import export_tau2_results, tau2_task
-    from .ray_backend import RaySettings, ray_connection
+    from .packs.tau2 import tau2_task
+    from .results.outcome import Episode
     from .results.summary import RunSummary
-    from .run.episode import Episode, run_episode
+    from .results.tau2_export import export_tau2_results
+    from .run.episode import run_episode
     from .run.exit_status import Verdict, verdict
+    from .run.ray import RaySettings, ray_connection
     from .run.schedule import RunSettings, run_pack
-    from .run.trial_spec import build_trial_spec, register_request
     from .runner.client import RegisteredTrial, RunnerClient, open_runner, parse_address
+    from .runner.trial_spec import build_trial_spec, register_request
     from .users.router import UserRouter
 
 __all__ = [
@@ -92,7 +94,7 @@ _HOMES: dict[str, str] = {
     "UserRouter": ".users.router",
     "Verdict": ".exit_status",
     "build_trial_spec": ".trial_spec",
-    "export_tau2_results": ".packs.tau2",
+    "export_tau2_results": ".results.tau2_export",
     "inspect_pack": ".packs",
     "llm_session": ".llm",
     "load_pack": ".packs",

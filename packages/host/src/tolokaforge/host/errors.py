@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .run.turns import Usage
+from .turns import Usage
 
 __all__ = [
     "AgentError",

@@ -9,7 +9,7 @@ from tolokaforge.contracts.runner import ToolSchema
 from tolokaforge.core.models import TaskDescription
 from tolokaforge.core.transcript import Message
 
-from ..run.turns import AgentTurn
+from ..turns import AgentTurn
 
 __all__ = ["Agent", "AgentFactory"]
 

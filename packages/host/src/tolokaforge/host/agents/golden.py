@@ -21,7 +21,7 @@ from tolokaforge.contracts.runner import ToolSchema
 from tolokaforge.core.models import GoldenAction, TaskDescription
 from tolokaforge.core.transcript import Message
 
-from ..run.turns import AgentTurn, ProposedCall
+from ..turns import AgentTurn, ProposedCall
 
 __all__ = ["GoldenAgent", "GoldenAgentFactory", "resolve_tool_name"]
 

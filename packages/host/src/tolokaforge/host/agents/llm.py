@@ -18,7 +18,7 @@ from tolokaforge.core.transcript import Message
 
 from ..llm.chat import ChatClient
 from ..llm.openai_format import agent_view, proposed_calls, tool_specs
-from ..run.turns import AgentTurn
+from ..turns import AgentTurn
 
 __all__ = ["LLMAgent", "LLMAgentFactory"]
 

@@ -21,7 +21,7 @@ from tolokaforge.core.models import TaskDescription, describe_validation_error
 from tolokaforge.core.transcript import Message
 
 from ..errors import ConfigError
-from ..run.turns import AgentTurn, ProposedCall
+from ..turns import AgentTurn, ProposedCall
 
 __all__ = ["ScriptedAgent", "ScriptedAgentFactory", "load_script"]
 

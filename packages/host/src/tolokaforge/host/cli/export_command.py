@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from ..packs.tau2.export import tau2_results
+from ..results.tau2_export import tau2_results
 from ..run.exit_status import EXIT_INCOMPLETE, EXIT_OK
 from .options import option
 

@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..results.outcome import TrialOutcome
 from ..results.summary import RunSummary
-from ..run.conductor import TrialOutcome
 
 __all__ = ["ProgressObserver", "cells_table", "failures_table", "summary_table", "tasks_table"]
 

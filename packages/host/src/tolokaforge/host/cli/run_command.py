@@ -28,10 +28,10 @@ from ..llm.chat import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
 from ..llm.preflight import check_endpoint
 from ..llm.pricing import price_for
 from ..packs import Pack, load_pack
-from ..ray_backend import RaySettings
 from ..results.summary import RunSummary
 from ..run.exit_status import verdict
 from ..run.matrix import Cell, CellAgents
+from ..run.ray import RaySettings
 from ..run.schedule import RunSettings, run_pack
 from .config_run import ConfigRun, RecipeMaker, plan_config_run
 from .options import option

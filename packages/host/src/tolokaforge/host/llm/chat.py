@@ -21,7 +21,7 @@ import orjson
 from tolokaforge.core.retry import Backoff, RetryPolicy, retry_async
 
 from ..errors import AgentError, ConfigError
-from ..run.turns import Usage
+from ..turns import Usage
 from .pricing import PriceTable, price_for
 
 __all__ = [

@@ -27,7 +27,7 @@ from tolokaforge.core.transcript import (
     UserMessage,
 )
 
-from ..run.turns import ProposedCall
+from ..turns import ProposedCall
 
 __all__ = ["agent_view", "proposed_calls", "tool_specs", "user_view"]
 

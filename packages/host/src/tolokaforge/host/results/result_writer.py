@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from ..run.conductor import TrialOutcome
+from ..results.outcome import TrialOutcome
 from .file_writer import FileWriterProcess, HelperGone, store_each
 from .ledger import Ledger, LedgerAppender
 from .redaction import Redactor

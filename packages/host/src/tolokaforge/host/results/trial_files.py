@@ -33,7 +33,7 @@ from tolokaforge.contracts.runner import Grade, JudgeStatus
 from tolokaforge.core.models import GradingConfig
 from tolokaforge.core.transcript import Message, ToolMessage
 
-from ..run.conductor import TrialOutcome
+from ..results.outcome import TrialOutcome
 from .records import JUDGE_TRANSCRIPT
 from .redaction import Redactor
 from .trace_results import trace_results_dict, trace_summary_dict

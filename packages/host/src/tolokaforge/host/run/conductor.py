@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from tolokaforge.contracts.runner import Grade, GradeErrorKind, GradeTrialResponse, JudgeStatus
+from tolokaforge.contracts.runner import GradeErrorKind, GradeTrialResponse, JudgeStatus
 from tolokaforge.core.models import JudgeModelConfig, TrialSpec
 from tolokaforge.core.termination import GRADEABLE_TERMINATION_REASONS, TerminationReason
 from tolokaforge.core.transcript import encode_transcript_wire
@@ -27,46 +27,16 @@ from tolokaforge.core.transcript import encode_transcript_wire
 from ..agents.base import AgentFactory
 from ..errors import HostError, RegistrationFailedError, RunnerUnavailableError
 from ..packs.loader import LoadedTask
+from ..results.outcome import Episode, LostAttempt, TrialOutcome
 from ..results.trace_results import check_trace_payload
 from ..runner.client import RunnerClient
+from ..runner.trial_spec import build_trial_spec
+from ..turns import Usage
 from ..users.base import UserSimulatorFactory
-from .episode import Episode, run_episode
+from .episode import run_episode
 from .slots import TrialSlot
-from .trial_spec import build_trial_spec
-from .turns import Usage
 
-__all__ = ["LostAttempt", "TrialOutcome", "run_trial"]
-
-
-@dataclass(frozen=True)
-class LostAttempt:
-    trial_id: str
-    error: str
-
-
-@dataclass
-class TrialOutcome:
-    task_id: str
-    trial_index: int
-    trial_id: str
-    episode: Episode
-    grade: Grade | None = None
-    grading_error: str | None = None
-    lost_attempts: list[LostAttempt] = field(default_factory=list[LostAttempt])
-    usage: Usage = field(default_factory=Usage)
-    wall_time_s: float = 0.0
-    infrastructure_error: str | None = None
-    """Why the infrastructure, not the agent or the task, ended this trial (it stays unfinished)."""
-    judge_price_known: bool = True
-    """False when the run's price table has no price for the judge model (its cost is unknown, not 0)."""
-
-    @property
-    def termination(self) -> TerminationReason | None:
-        return self.episode.termination
-
-    @property
-    def passed(self) -> bool:
-        return self.grade is not None and self.grade.binary_pass
+__all__ = ["TrialSettings", "run_trial"]
 
 
 @dataclass(frozen=True)

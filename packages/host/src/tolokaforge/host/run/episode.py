@@ -28,7 +28,6 @@ from tolokaforge.core.models import ConversationRules, TaskDescription
 from tolokaforge.core.termination import TerminationReason
 from tolokaforge.core.transcript import (
     AssistantMessage,
-    Message,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -37,11 +36,12 @@ from tolokaforge.core.transcript import (
 
 from ..agents.base import Agent
 from ..errors import AgentError, RunnerUnavailableError, TrialLostError
+from ..results.outcome import CallRecord, Episode
 from ..runner.client import RegisteredTrial, RunnerClient
+from ..turns import ProposedCall
 from ..users.base import UserSimulator
-from .turns import ProposedCall, Usage
 
-__all__ = ["CallIds", "CallRecord", "Episode", "run_episode", "tool_error_text"]
+__all__ = ["CallIds", "run_episode", "tool_error_text"]
 
 MAX_USER_TOOL_ROUNDS = 8
 """How many tool rounds one user turn may take before the user must speak (a runaway LLM user)."""
@@ -70,38 +70,6 @@ class CallIds:
             candidate = f"{candidate}~{self._generated}"
         self._used.add(candidate)
         return candidate
-
-
-@dataclass
-class CallRecord:
-    """One tool call as the runner answered it."""
-
-    call_id: str
-    name: str
-    executor: str
-    arguments_json: str
-    status: str
-    output: str
-    error: str = ""
-    error_category: str = ""
-    latency_s: float = 0.0
-
-
-@dataclass
-class Episode:
-    messages: list[Message] = field(default_factory=list[Message])
-    calls: list[CallRecord] = field(default_factory=list[CallRecord])
-    termination: TerminationReason | None = None
-    error: str | None = None
-    assistant_turns: int = 0
-    usage: Usage = field(default_factory=Usage)
-    wall_time_s: float = 0.0
-    infrastructure_error: str | None = None
-    """Set when the runner stayed unreachable: the episode did not end on its own terms."""
-    tool_errors: int = 0
-    """Tool calls (agent's and user's) that ExecuteTool did not answer SUCCESS."""
-    steps: int = 0
-    """Message hops as τ² counts them; counted only under conversation rules."""
 
 
 def _decoded_arguments(arguments_json: str) -> dict[str, Any]:

@@ -37,9 +37,9 @@ from tolokaforge.core.models import JudgeModelConfig
 from ..agents.base import AgentFactory
 from ..errors import ConfigError
 from ..packs.loader import LoadedTask, Pack
-from ..ray_backend import RaySettings
 from ..results.ledger import LedgerAppender, LedgerState
 from ..results.manifest import RunIdentity, read_manifest, refuse_resume_if_different, utc_now, write_manifest
+from ..results.outcome import TrialOutcome
 from ..results.records import GRADE_PENDING, LEDGER_FILE, SIGNATURE_FILE, RecordSigner, check_record
 from ..results.redaction import Redactor, url_password
 from ..results.result_writer import HELPER_MIN_TRIALS, ResultWriter
@@ -58,7 +58,8 @@ from ..results.trial_rows import TrialRow, row_of
 from ..results.yaml_files import parse_yaml
 from ..runner.client import RunnerClient, open_runner
 from ..users.base import UserSimulatorFactory
-from .conductor import TrialOutcome, TrialSettings, run_trial
+from .conductor import TrialSettings, run_trial
+from .ray import RaySettings
 from .slots import TrialSlots
 
 __all__ = ["RunObserver", "RunSettings", "run_pack"]
@@ -415,7 +416,7 @@ async def run_pack(
     entries = EntryTexts()
     try:
         if todo and settings.ray is not None:
-            from ..ray_backend.driver import ray_pool  # Ray costs seconds to import: only runs that use it
+            from .ray.driver import ray_pool  # Ray costs seconds to import: only runs that use it
 
             async with ray_pool(
                 settings.ray,

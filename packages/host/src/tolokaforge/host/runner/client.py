@@ -57,9 +57,9 @@ from tolokaforge.core.retry import Backoff, RetryPolicy, retry_async
 
 from ..errors import ConfigError, RegistrationFailedError, RunnerUnavailableError, TrialLostError
 from ..results.redaction import register_secret
-from ..run.trial_spec import TaskWire, TaskWires, register_request
 from .reply_codec import ReplyCodec
 from .sent_once import SentOnce
+from .trial_spec import TaskWire, TaskWires, register_request
 
 __all__ = ["RegisteredTrial", "RunnerClient", "open_runner", "parse_address"]
 

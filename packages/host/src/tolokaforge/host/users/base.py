@@ -9,7 +9,7 @@ from tolokaforge.contracts.runner import ToolSchema
 from tolokaforge.core.models import TaskDescription
 from tolokaforge.core.transcript import Message
 
-from ..run.turns import UserTurn
+from ..turns import UserTurn
 
 __all__ = ["STOP_MARKER", "UserSimulator", "UserSimulatorFactory"]
 

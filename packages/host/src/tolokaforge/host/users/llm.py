@@ -19,7 +19,7 @@ from tolokaforge.core.transcript import Message
 
 from ..llm.chat import ChatClient
 from ..llm.openai_format import proposed_calls, tool_specs, user_view
-from ..run.turns import UserTurn
+from ..turns import UserTurn
 from .base import STOP_MARKER
 
 __all__ = ["LLMUser", "LLMUserFactory", "user_system_prompt"]

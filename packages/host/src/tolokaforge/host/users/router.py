@@ -10,7 +10,7 @@ from tolokaforge.core.models import TaskDescription
 from tolokaforge.core.transcript import Message
 
 from ..errors import ConfigError
-from ..run.turns import UserTurn
+from ..turns import UserTurn
 from .base import UserSimulator, UserSimulatorFactory
 from .scripted import ScriptedUserFactory
 from .stand_in import StandInUser

@@ -25,7 +25,7 @@ from tolokaforge.contracts.runner import ToolSchema
 from tolokaforge.core.models import TaskDescription
 from tolokaforge.core.transcript import AssistantMessage, Message, UserMessage
 
-from ..run.turns import UserTurn
+from ..turns import UserTurn
 from .base import STOP_MARKER
 
 __all__ = ["ScriptedUser", "ScriptedUserFactory"]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from tolokaforge.contracts.runner import ToolSchema
 from tolokaforge.core.transcript import Message
 
-from ..run.turns import UserTurn
+from ..turns import UserTurn
 
 __all__ = ["STAND_IN_LINE", "StandInUser"]
 

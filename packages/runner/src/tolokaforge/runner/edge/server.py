@@ -27,13 +27,13 @@ from tolokaforge.core.credentials import (
 )
 from tolokaforge.db import StateClient
 
-from ..grading.golden_memo import GoldenReplay
+from ..calls.executor import Isolation, ToolExecutor
+from ..lifecycle.registry import TrialRegistry
 from ..process.confinement import Confinement
 from ..process.sandbox import Limits
 from ..process.supervisor import kill_all_supervised
 from ..state.endpoint import StateEndpoint
-from ..tools.executor import Isolation, ToolExecutor
-from ..trials.registry import TrialRegistry
+from ..trials.golden_memo import GoldenReplay
 from ..trials.scratch import Scratch, new_scratch
 from .guard import EdgeLimits, GuardedServer
 from .in_process import InProcessStub

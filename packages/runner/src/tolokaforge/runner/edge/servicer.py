@@ -42,11 +42,11 @@ from tolokaforge.contracts.tool import ToolError, ToolErrorCategory
 from tolokaforge.db import DBServiceError, StoreUnreachableError
 
 from .. import __version__
+from ..calls.executor import ToolExecutor
 from ..errors import GradingFailure, InvalidRequestError, RegistrationError, TrialNotFoundError
 from ..grading import grade_trial
-from ..tools.executor import ToolExecutor
-from ..trials.registry import TrialRegistry
-from ..trials.released_grades import ReleasedGrades
+from ..lifecycle.registry import TrialRegistry
+from ..lifecycle.released_grades import ReleasedGrades
 from ..trials.task_cache import TaskParts
 from .guard import EdgeLimits, guard_mapping
 from .reply_wire import send_unchanged

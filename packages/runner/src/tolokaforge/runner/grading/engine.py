@@ -35,6 +35,7 @@ from tolokaforge.core.transcript.wire import (
 )
 from tolokaforge.core.value_tables import present
 
+from ..calls.executor import ToolExecutor
 from ..errors import (
     GradingFailure,
     HashGradingFailed,
@@ -42,7 +43,6 @@ from ..errors import (
     NotGradeable,
     UnresolvableGoldenAction,
 )
-from ..tools.executor import ToolExecutor
 from ..trials.context import TrialContext
 from .component import ITEMS, ComponentResult, ItemResult, KeyLedger
 from .custom_checks import CheckEvidence, run_custom_checks

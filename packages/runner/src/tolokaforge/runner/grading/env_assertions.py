@@ -20,8 +20,8 @@ from typing import Any
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.core.models import EnvAssertion, EnvAssertionsConfig
 
+from ..calls.executor import ToolExecutor
 from ..errors import EnvAssertionFailed
-from ..tools.executor import ToolExecutor
 from ..trials.context import TrialContext
 from .component import ITEMS, ComponentResult, ItemResult
 from .jsonpath_checks import json_equal

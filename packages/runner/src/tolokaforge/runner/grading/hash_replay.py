@@ -16,13 +16,13 @@ from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.core.models import GoldenAction
 from tolokaforge.core.state_diff import diff_states
 
+from ..calls.executor import ToolExecutor
 from ..errors import HashGradingFailed
-from ..tools.executor import ToolExecutor
+from ..lifecycle.registry import INITIALIZED_SNAPSHOT
 from ..tools.state_sync import push_state
 from ..trials.context import TrialContext
-from ..trials.registry import INITIALIZED_SNAPSHOT
+from ..trials.golden_memo import GoldenOutcome, MemoKey
 from .component import ComponentResult
-from .golden_memo import GoldenOutcome, MemoKey
 from .kept_state import kept_trial_state
 
 __all__ = ["PRE_GOLDEN_SNAPSHOT", "grade_hash"]

@@ -20,8 +20,8 @@ from tolokaforge.core.models import ToolDescription
 from tolokaforge.core.tool_result import ReportedError
 
 from ..errors import ToolLoadError
-from ..trials.code_loader import CodeBundle
 from .base import compile_parameters
+from .code_loader import CodeBundle
 from .schema_check import SchemaCheck
 
 __all__ = ["Finished", "PythonTool", "WorkerTool", "load_python_tool", "worker_tool"]

@@ -20,7 +20,7 @@ from ..workers.slots import TrialWorkers
 from ..workers.worker import WorkerCode
 
 if TYPE_CHECKING:
-    from ..grading.golden_memo import GoldenMemo
+    from .golden_memo import GoldenMemo
     from .task_cache import SharedReply
 
 __all__ = ["TrialContext"]

@@ -34,11 +34,11 @@ from tolokaforge.contracts.runner import RegisterTrialResponse
 from tolokaforge.core.models import TaskDescription, ToolCode, TrialSpec, describe_validation_error
 
 from ..errors import PartNotCachedError, RegistrationError, TaskNotCachedError
-from ..grading.golden_memo import GoldenMemo
 from ..state.mirror import in_key_order
 from ..tools.base import Tool
+from ..tools.code_loader import CodeBundle
 from ..workers.code import WorkerCode
-from .code_loader import CodeBundle
+from .golden_memo import GoldenMemo
 
 __all__ = ["KnownTask", "SharedCode", "SharedReply", "SharedTables", "TaskCache", "TaskParts", "parse_json"]
 

@@ -15,14 +15,12 @@ Nothing of τ² lives in this repository: tasks, policy, prompts, tools and data
 
 from __future__ import annotations
 
-from .export import export_tau2_results
 from .loader import inspect_tau2_pack, load_tau2_pack, tau2_task
 from .source import TAU2_PREFIX, Tau2Source, is_tau2_source
 
 __all__ = [
     "TAU2_PREFIX",
     "Tau2Source",
-    "export_tau2_results",
     "inspect_tau2_pack",
     "is_tau2_source",
     "load_tau2_pack",

@@ -18,8 +18,8 @@ from typing import Any, cast
 from tolokaforge.core.state_diff import ABSENT, diff_states
 from tolokaforge.db import NotFoundError
 
+from ...lifecycle.registry import INITIALIZED_SNAPSHOT
 from ...trials.context import TrialContext
-from ...trials.registry import INITIALIZED_SNAPSHOT
 from ..jsonpath_checks import compiled_path
 
 __all__ = ["PRE_JUDGE_SNAPSHOT", "StateTools", "ToolRefused", "read_states", "render_diff"]

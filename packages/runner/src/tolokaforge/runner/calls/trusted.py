@@ -24,7 +24,7 @@ from ..state.cow import TableShapeError
 from ..tools import Tool
 from ..tools.python_tools import Finished
 from ..trials.context import TrialContext
-from .threads import DaemonPool
+from ..workers.threads import DaemonPool
 
 __all__ = ["ThreadRunner", "classify_tool_exception"]
 

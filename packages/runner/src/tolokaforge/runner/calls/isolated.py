@@ -30,10 +30,10 @@ from ..process.sandbox import Limits
 from ..process.supervisor import probe_limits
 from ..tools.python_tools import Finished, WorkerTool
 from ..trials.context import TrialContext
-from .code import WorkerBase
-from .slots import TrialWorkers
-from .worker import ToolWorker, WorkerCode, WorkerCrashed, WorkerError, WorkerTimeout
-from .zygotes import Zygotes
+from ..workers.code import WorkerBase
+from ..workers.slots import TrialWorkers
+from ..workers.worker import ToolWorker, WorkerCode, WorkerCrashed, WorkerError, WorkerTimeout
+from ..workers.zygotes import Zygotes
 
 __all__ = ["IsolatedRunner"]
 

@@ -38,14 +38,14 @@ from ..errors import ToolFailure, checked_text
 from ..process.confinement import Confinement
 from ..process.sandbox import LIMIT_NAMES, Limits
 from ..state.mirror import SetAside
+from ..tools import Tool
+from ..tools.python_tools import WorkerTool
+from ..tools.reactions import KeyedLocks, RemoteOutcome, run_remote
+from ..tools.remote import CallInfo, RemoteTool, ToolSourceSession
+from ..tools.state_sync import StateSyncing, changes_to
 from ..trials.context import TrialContext
-from ..workers.isolated import IsolatedRunner
-from ..workers.trusted import ThreadRunner
-from . import Tool
-from .python_tools import WorkerTool
-from .reactions import KeyedLocks, RemoteOutcome, run_remote
-from .remote import CallInfo, RemoteTool, ToolSourceSession
-from .state_sync import StateSyncing, changes_to
+from .isolated import IsolatedRunner
+from .trusted import ThreadRunner
 
 __all__ = ["MAX_BUDGET_S", "CallOutcome", "Isolation", "ToolExecutor"]
 

@@ -28,7 +28,7 @@ from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError  # no
 
 from tolokaforge.core.credentials import token_dir, write_token_file  # noqa: E402
 
-from ..errors import ConfigError, RunnerUnavailableError  # noqa: E402
+from ...errors import ConfigError, RunnerUnavailableError  # noqa: E402
 from .settings import RaySettings  # noqa: E402
 
 __all__ = [

@@ -13,13 +13,14 @@ import os
 import socket
 from typing import Any, Literal
 
-from ..agents.base import AgentFactory
-from ..agents.setup import AgentRecipe
-from ..llm import llm_session
-from ..packs.loader import LoadedTask
-from ..run.conductor import TrialOutcome, TrialSettings, run_trial
-from ..runner.client import RunnerClient, open_runner
-from ..users.router import UserRouter
+from ...agents.base import AgentFactory
+from ...agents.setup import AgentRecipe
+from ...llm import llm_session
+from ...packs.loader import LoadedTask
+from ...results.outcome import TrialOutcome
+from ...runner.client import RunnerClient, open_runner
+from ...users.router import UserRouter
+from ..conductor import TrialSettings, run_trial
 
 __all__ = ["Isolation", "TrialWorker"]
 

@@ -51,14 +51,14 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, cast
 
-from ...errors import ConfigError
-from ...results.records import check_record
-from ...results.run_keys import RunVerification, verify_run
-from ...results.yaml_files import parse_yaml, read_yaml
-from .ids import local_task_ids
-from .loader import TAU2_CONVERSATION
-from .simulations import tau2_messages, tau2_module, tau2_reward_info, tau2_termination
-from .source import TAU2_PREFIX, Tau2Source
+from ..errors import ConfigError
+from ..packs.tau2.ids import local_task_ids
+from ..packs.tau2.loader import TAU2_CONVERSATION
+from ..packs.tau2.simulations import tau2_messages, tau2_module, tau2_reward_info, tau2_termination
+from ..packs.tau2.source import TAU2_PREFIX, Tau2Source
+from .records import check_record
+from .run_keys import RunVerification, verify_run
+from .yaml_files import parse_yaml, read_yaml
 
 __all__ = ["Tau2Export", "export_tau2_results", "tau2_results"]
 

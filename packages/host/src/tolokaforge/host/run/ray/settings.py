@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from tolokaforge.core.models import DEFAULT_JUDGE_KEY_ENV
 
-from ..agents.setup import AgentRecipe
+from ...agents.setup import AgentRecipe
 
 __all__ = ["CREDENTIAL_VARIABLES", "RaySettings"]
 

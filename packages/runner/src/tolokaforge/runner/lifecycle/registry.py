@@ -41,6 +41,8 @@ from tolokaforge.db import (
     VersionedState,
 )
 
+from ..calls.executor import ToolExecutor
+from ..calls.isolated import worker_code
 from ..errors import (
     DuplicateTrialError,
     RegistrationError,
@@ -48,23 +50,21 @@ from ..errors import (
     TrialNotFoundError,
     VersionSkewError,
 )
-from ..grading.golden_memo import GoldenReplay
 from ..process.cgroups import TrialCgroup
 from ..state.endpoint import StateDoor
 from ..state.gateway import StateGateway
 from ..state.mirror import TrialMirror
 from ..tools import ToolRegistry, load_python_tool
-from ..tools.executor import ToolExecutor
+from ..tools.code_loader import CodeBundle, load_code
 from ..tools.python_tools import WorkerTool, worker_tool
 from ..tools.remote import ToolSourceSession
 from ..tools.servers import ServerPlaces, start_tool_servers
 from ..tools.state_sync import bind_state, push_state
-from ..workers.isolated import worker_code
+from ..trials.context import TrialContext
+from ..trials.golden_memo import GoldenReplay
+from ..trials.task_cache import KnownTask, TaskCache, TaskParts
+from ..trials.workspace import seed_workspace
 from ..workers.worker import WorkerCode
-from .code_loader import CodeBundle, load_code
-from .context import TrialContext
-from .task_cache import KnownTask, TaskCache, TaskParts
-from .workspace import seed_workspace
 
 __all__ = ["INITIALIZED_SNAPSHOT", "TrialRegistry"]
 

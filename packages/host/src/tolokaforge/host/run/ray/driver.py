@@ -22,11 +22,11 @@ from typing import Any, cast
 
 from tolokaforge.core.termination import TerminationReason
 
-from ..errors import RunnerUnavailableError
-from ..packs.loader import LoadedTask
-from ..run.conductor import LostAttempt, TrialOutcome, TrialSettings
-from ..run.episode import Episode
-from ..run.trial_spec import trial_id
+from ...errors import RunnerUnavailableError
+from ...packs.loader import LoadedTask
+from ...results.outcome import Episode, LostAttempt, TrialOutcome
+from ...runner.trial_spec import trial_id
+from ..conductor import TrialSettings
 from .cluster import RayActorError, RayTaskError, WorkerCrashedError, connected, ray, worker_count
 from .settings import CREDENTIAL_VARIABLES, RaySettings
 from .worker import GoldenReplay, Isolation, TrialWorker

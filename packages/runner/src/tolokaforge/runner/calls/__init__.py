@@ -1,0 +1,1 @@
+"""One tool call of a trial: validated, run in its worker or thread, committed, recorded."""

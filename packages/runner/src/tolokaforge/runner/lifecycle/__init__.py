@@ -1,0 +1,1 @@
+"""Trials from registration to cleanup: the registry, its leases, released grades."""

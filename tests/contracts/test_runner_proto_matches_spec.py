@@ -133,6 +133,12 @@ MESSAGES: dict[str, list[Field]] = {
         ("custom_checks", 4, "double", ""),
         ("trace_checks", 5, "double", "optional"),
     ],
+    # This project's: one typed reason of a grade (docs/protocol/runner.md).
+    "GradeReason": [
+        ("kind", 1, "string", ""),
+        ("verdict", 2, "GradeReasonVerdict", ""),
+        ("message", 3, "string", ""),
+    ],
     # This project's: one row per item of a list-shaped grading component (docs/grading.md).
     "ComponentItemResult": [
         ("component", 1, "string", ""),
@@ -221,7 +227,11 @@ ADDITIVE: dict[str, list[Field]] = {
         ("tau2_communicate", 8, "double", "optional"),
         ("terminal_tests", 9, "double", "optional"),
     ],
-    "Grade": [("component_items", 12, "ComponentItemResult", "repeated")],
+    # ... and the reasons typed, beside the seed's " | "-joined string.
+    "Grade": [
+        ("component_items", 12, "ComponentItemResult", "repeated"),
+        ("reason_items", 13, "GradeReason", "repeated"),
+    ],
 }
 
 ENUMS: dict[str, list[tuple[str, int]]] = {
@@ -292,7 +302,7 @@ def test_grade_trial_request_reserves_field_3(descriptor_set: dict[str, Any]) ->
     assert message["reservedRange"] == [{"start": 3, "end": 4}]
 
 
-ADDITIVE_ENUMS = {"GradeErrorKind", "RegistrationErrorKind"}
+ADDITIVE_ENUMS = {"GradeErrorKind", "GradeReasonVerdict", "RegistrationErrorKind"}
 """Enums this contract adds beyond the seed's (each used only by an additive field)."""
 
 

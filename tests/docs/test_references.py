@@ -7,8 +7,9 @@ proto and shell files:
   ``#anchor`` into a Markdown file must name one of its headings (GitHub's heading slugs).
 * Cited repository paths such as ``docs/grading.md#step-10-the-fold`` or ``packages/runner/README.md``: a path
   that starts with one of the repository's top-level folders must exist, relative to the repository
-  root, to the citing file's folder, or to the citing file's package (the nearest folder holding a
-  ``pyproject.toml``, so a package README may cite ``tests/test_<module>.py``).
+  root, to the citing file's folder, to the citing file's package (the nearest folder holding a
+  ``pyproject.toml``, so a package README may cite ``tests/test_<module>.py``), or to one of that
+  package's import packages under ``src/`` (so a package README may name a module by its path there).
 * Any other Markdown file name, bare (``README.md``) or with folders (``../grading.md``): must exist
   next to the citing file, in its package, at the root, or in ``docs/`` or ``docs/protocol/``.
 
@@ -146,7 +147,8 @@ class _Checker:
         if _PATTERN_CHARS & set(cited):
             return None
         file_part, _, anchor = cited.partition("#")
-        bases = [self.root, source.parent, _package_root(source, self.root)]
+        package = _package_root(source, self.root)
+        bases = [self.root, source.parent, package, *_import_roots(package)]
         for base in bases:
             candidate = (base / file_part).resolve()
             if candidate.exists() or self._is_expected(candidate):
@@ -194,6 +196,18 @@ def _package_root(source: Path, root: Path) -> Path:
         if (folder / "pyproject.toml").is_file():
             return folder
     return root
+
+
+def _import_roots(package: Path) -> list[Path]:
+    """The outermost folders with an ``__init__.py`` under ``package/src`` (namespace folders skipped)."""
+    src = package / "src"
+    if not src.is_dir():
+        return []
+    return sorted(
+        init.parent
+        for init in src.rglob("__init__.py")
+        if not (init.parent.parent / "__init__.py").is_file() and "_gen" not in init.parts
+    )
 
 
 def _prose(path: Path, text: str) -> Iterator[tuple[int, str]]:
@@ -255,7 +269,13 @@ def test_broken_references_are_reported(tmp_path: Path) -> None:
     (package / "tests").mkdir(parents=True)
     (package / "pyproject.toml").write_text("", encoding="utf-8")
     (package / "tests" / "test_a.py").write_text("", encoding="utf-8")
-    (package / "README.md").write_text("Tests: `tests/test_a.py`, `tests/test_b.py`.\n", encoding="utf-8")
+    (package / "src" / "ns" / "core" / "tools").mkdir(parents=True)
+    (package / "src" / "ns" / "core" / "__init__.py").write_text("", encoding="utf-8")
+    (package / "src" / "ns" / "core" / "tools" / "base.py").write_text("", encoding="utf-8")
+    (package / "README.md").write_text(
+        "Tests: `tests/test_a.py`, `tests/test_b.py`. Modules: `tools/base.py`, `tools/gone.py`.\n",
+        encoding="utf-8",
+    )
     (package / "module.py").write_text(
         '"""Follows docs/guide.md#the-fold and design.md."""\n'
         "# see docs/protocol/runner.md#runner, not docs/protocol/db.md\n"
@@ -272,6 +292,7 @@ def test_broken_references_are_reported(tmp_path: Path) -> None:
         ("docs/protocol/runner.md", "runner-protocol.md"),
         ("docs/protocol/runner.md", "shared/spec/tool-provider-conformance.md"),
         ("packages/core/README.md", "tests/test_b.py"),
+        ("packages/core/README.md", "tools/gone.py"),
         ("packages/core/module.py", "design.md"),
         ("packages/core/module.py", "docs/protocol/db.md"),
     }

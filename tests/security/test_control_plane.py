@@ -506,10 +506,10 @@ result = {{
         for key in ("victim", "victim_delete", "no_key", "forged_key", "own_delete", "own_init", "own_lease"):
             assert seen[key][0] == 403, (key, seen[key])
         assert seen["own_reset"][0] == 200, seen["own_reset"]  # a data operation on its own trial
-        door = await handle.servicer.registry.gateway._state_door()  # pyright: ignore[reportPrivateUsage]
+        door = await handle.servicer.runner.registry.gateway._state_door()  # pyright: ignore[reportPrivateUsage]
         assert door.token is not None and door.token not in json.dumps(seen)  # the admin token never leaves
         assert seen["env"]["TOLOKAFORGE_DB_URL"] == seen["base"] and "/trial-key/" in seen["base"]
-        await handle.servicer.registry.cleanup("thief:0")  # the key dies with its trial
+        await handle.servicer.runner.registry.cleanup("thief:0")  # the key dies with its trial
         async with (
             aiohttp.ClientSession() as session,
             session.get(seen["base"] + f"/trials/{own}/state") as answer,
@@ -525,7 +525,7 @@ async def test_a_trials_socket_answers_its_own_processes_alone(tmp_path: Path) -
     handle = await start_runner(RunnerSettings(work_dir=tmp_path, isolation="sandbox"), serve=False)
     try:
         await register(handle, "own:0", MCP_ATTACK)
-        door = handle.servicer.registry.gateway._doors["own:0"]  # pyright: ignore[reportPrivateUsage]
+        door = handle.servicer.runner.registry.gateway._doors["own:0"]  # pyright: ignore[reportPrivateUsage]
         assert door.path is not None and door.cgroup is not None
         connector = aiohttp.UnixConnector(path=str(door.path))
         async with (

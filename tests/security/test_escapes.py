@@ -66,7 +66,7 @@ async def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterat
 
 class Hostile:
     def __init__(self, runner: RunnerHandle) -> None:
-        self.stub = runner.in_process_stub()
+        self.stub = runner.servicer
         self.runner = runner
         self.calls = 0
 
@@ -106,7 +106,7 @@ class Hostile:
         return json.loads(reply.output)
 
     def workspace(self, trial_id: str) -> Path:
-        return self.runner.servicer.registry.get(trial_id).workspace or Path("/nonexistent")
+        return self.runner.servicer.runner.registry.get(trial_id).files.workspace or Path("/nonexistent")
 
 
 @pytest.fixture
@@ -121,7 +121,7 @@ def attempt(body: str) -> str:
 
 
 async def test_the_runner_reports_every_layer_on(runner: RunnerHandle) -> None:
-    health = await runner.in_process_stub().health_check(HealthCheckRequest())
+    health = await runner.servicer.health_check(HealthCheckRequest())
     adapters = set(health.available_adapters)
     assert "isolation:sandbox" in adapters
     assert any(a.startswith("sandbox:bubblewrap=ok") for a in adapters), adapters
@@ -322,7 +322,7 @@ result = 'spawned'
         return found
 
     assert daemons(), "the daemon should be running while its trial lives"
-    await runner.in_process_stub().cleanup_trial(CleanupTrialRequest(trial_id="daemon:0"))
+    await runner.servicer.cleanup_trial(CleanupTrialRequest(trial_id="daemon:0"))
     for _ in range(100):
         if not daemons():
             break

@@ -47,7 +47,7 @@ async def test_a_layer_run_without_is_said_in_health_and_the_manifest(tmp_path: 
         RunnerSettings(work_dir=tmp_path / "work", sandbox_without=frozenset({"cgroup"})), serve=False
     )
     try:
-        adapters = (await runner.in_process_stub().health_check(HealthCheckRequest())).available_adapters
+        adapters = (await runner.servicer.health_check(HealthCheckRequest())).available_adapters
     finally:
         await runner.close()
     assert "isolation:sandbox" in adapters

@@ -39,7 +39,8 @@ from tolokaforge.contracts.tool import (
     ToolProviderServiceStub,
 )
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
-from tolokaforge.core.providers import (
+from tolokaforge.runner import RunnerHandle, RunnerSettings, start_runner
+from tolokaforge.sdk.providers import (
     PROVIDER_ENABLED_ENV,
     PROVIDER_RESERVED_ENV,
     PROVIDER_SOCKET_ENV,
@@ -48,7 +49,6 @@ from tolokaforge.core.providers import (
     is_handshake_line,
     parse_handshake,
 )
-from tolokaforge.runner import RunnerHandle, RunnerSettings, start_runner
 
 EXEC = (sys.executable, "-m", "tolokaforge_provider_exec.server")
 FS = (sys.executable, "-m", "tolokaforge_provider_fs.server")
@@ -417,7 +417,7 @@ async def test_a_runners_provider_answers_the_runner_alone(runner: RunnerHandle,
         "trial_id": "calc:0",
         "task": {"task_id": "calc", "agent_tools": [], "user_tools": [], "tool_servers": [server]},
     }
-    stub = runner.in_process_stub()
+    stub = runner.servicer
     registered = await stub.register_trial(
         RegisterTrialRequest(
             trial_id="calc:0",
@@ -450,7 +450,7 @@ async def test_a_runners_provider_answers_the_runner_alone(runner: RunnerHandle,
         assert json.loads(environment[PROVIDER_ENABLED_ENV]) == ["calculator"]
     channel = _address(processes)
     try:
-        workspace = runner.servicer.registry.get("calc:0").workspace
+        workspace = runner.servicer.runner.registry.get("calc:0").files.workspace
         assert workspace is not None
         intruder = Endpoint(channel, workspace)
         for what, authorization in _wrong_authorizations(secrets.token_urlsafe(32)).items():

@@ -48,7 +48,7 @@ async def register(runner: RunnerHandle, trial_id: str, server: dict[str, Any]) 
             "tool_servers": [server],
         },
     }
-    reply = await runner.in_process_stub().register_trial(
+    reply = await runner.servicer.register_trial(
         RegisterTrialRequest(
             trial_id=trial_id,
             trial_spec_json=json.dumps(spec),
@@ -59,7 +59,7 @@ async def register(runner: RunnerHandle, trial_id: str, server: dict[str, Any]) 
 
 
 async def call(runner: RunnerHandle, trial_id: str, tool: str, arguments: dict[str, Any]) -> Any:
-    reply = await runner.in_process_stub().execute_tool(
+    reply = await runner.servicer.execute_tool(
         ExecuteToolRequest(
             trial_id=trial_id,
             tool_name=tool,
@@ -126,7 +126,7 @@ except OSError as error:
         assert seen[key][0] in (403, 404), (key, seen[key])
     assert seen["postgres"] != "connected"
     assert SECRET not in json.dumps(seen)
-    state = await runner.in_process_stub().get_state(GetStateRequest(trial_id="victim:0"))
+    state = await runner.servicer.get_state(GetStateRequest(trial_id="victim:0"))
     assert json.loads(state.state_json)["vault"] == [{"id": "v", "secret": "victim:0-secret"}]
 
 
@@ -150,7 +150,7 @@ async def test_a_providers_commands_see_neither_the_runner_nor_the_host(runner: 
         ],
         "id": ["id", "-u"],
     }.items():
-        reply = await runner.in_process_stub().execute_tool(
+        reply = await runner.servicer.execute_tool(
             ExecuteToolRequest(
                 trial_id="cmd:0",
                 tool_name="exec_run",

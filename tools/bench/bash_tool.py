@@ -10,7 +10,7 @@ sandbox, timed by the shell itself (``$EPOCHREALTIME`` around a loop of the comm
 costs with no tool call around it. A last row gives, for scale, the same provider's ``calculator``
 through the same path: the provider round trip with no shell in it. Beside the wall times, the CPU of
 the whole process tree per call (runner, sandbox, provider, shell, command) and per bare run: on a
-loaded machine the wall times mostly wait for a core, the CPU figures do not. Goal (issue #35): the call's p50 at most 2 ms over the bare command.
+loaded machine the wall times mostly wait for a core, the CPU figures do not. Goal: the call's p50 at most 2 ms over the bare command.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ async def main(calls: int, isolation: str) -> None:
             serve=False,
         )
         try:
-            stub = runner.in_process_stub()
+            stub = runner.servicer
             server = {
                 "name": "exec",
                 "protocol": "provider",

@@ -11,7 +11,7 @@ in this process on the same workspace files (Python's open/read, open/write, os.
 over the files). Beside the wall p50, CPU per call of this process and every process it started (the
 runner is embedded here; the provider is its child), which a busy machine disturbs far less. A last
 row gives, for scale, ``list_dir`` of an empty folder: the runner-to-provider round trip with no file
-work in it. The goal (issue #35): at most 2 ms over the bare operation.
+work in it. The goal: at most 2 ms over the bare operation.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def _p50_ms(runs: list[float]) -> float:
 async def main(calls: int, isolation: Literal["sandbox", "process"]) -> None:
     # Embedded, called in process, as `tolokaforge run` calls it: the provider hop is the one measured.
     handle = await start_runner(RunnerSettings(isolation=isolation), serve=False)
-    stub = handle.in_process_stub()
+    stub = handle.servicer
     try:
         registered = await stub.register_trial(
             RegisterTrialRequest(
@@ -140,7 +140,7 @@ async def main(calls: int, isolation: Literal["sandbox", "process"]) -> None:
             await call("write_file", {"path": f"notes/n{index:02d}.txt", "content": TEXT})
         for tool, arguments in CALLS.items():  # warm: every operation served once
             await call(tool, arguments)
-        workspace = handle.servicer.registry.get(TRIAL).workspace
+        workspace = handle.servicer.runner.registry.get(TRIAL).files.workspace
         assert workspace is not None
         bare = _bare(Path(workspace))
 

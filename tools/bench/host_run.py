@@ -44,7 +44,7 @@ from tolokaforge.core.collector import tune_collector
 from tolokaforge.host import (
     GoldenAgentFactory,
     Pack,
-    RunnerClient,
+    Runner,
     RunSettings,
     UserRouter,
     build_trial_spec,
@@ -95,7 +95,7 @@ async def floor_rate(
         return await _floor_rate(client, pack, concurrency, rounds)
 
 
-async def _floor_rate(client: RunnerClient, pack: Pack, concurrency: int, rounds: int) -> float:
+async def _floor_rate(client: Runner, pack: Pack, concurrency: int, rounds: int) -> float:
     specs = [
         build_trial_spec(loaded.task, run_id="floor", trial_index=index)
         for index in range(rounds)
@@ -107,7 +107,7 @@ async def _floor_rate(client: RunnerClient, pack: Pack, concurrency: int, rounds
         async with gate:
             spec = specs[spec_index]
             await client.register(spec)
-            await client.cleanup(spec.trial_id)
+            await client.release(spec.trial_id)
 
     await asyncio.gather(*(one(i) for i in range(len(pack.tasks))))  # warm-up: each task sent once
     started = time.perf_counter()

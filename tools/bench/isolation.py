@@ -16,7 +16,7 @@ isolation overhead without the RPC around it.
 The machine's 1-minute load average is printed beside each row: the isolated path needs two
 processes scheduled per call, so on a loaded machine its latency grows faster than the trusted path's.
 
-The goal (issue #14): isolated <= 1.5x trusted for the trivial tool, flat in state size, at 1 and
+The goal: isolated <= 1.5x trusted for the trivial tool, flat in state size, at 1 and
 64 trials.
 """
 
@@ -57,6 +57,7 @@ from tolokaforge.contracts.runner import (
     RegisterTrialRequest,
     RunnerServiceStub,
 )
+from tolokaforge.core.models import TrialSpec
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.runner import RunnerSettings, start_runner
 
@@ -99,19 +100,14 @@ async def _executor_case(records: int, calls: int, code: Path) -> dict[str, floa
     try:
         trials: dict[str, Any] = {}
         for mode, handle in runners.items():
-            registry = handle.servicer.registry
-            await registry.register(
-                "t:0",
-                _spec("t:0", code, records),
-                engine_protocol_version=ENGINE_PROTOCOL_VERSION,
-                default_tool_timeout_s=0.0,
-            )
+            registry = handle.servicer.runner.registry
+            await registry.register(TrialSpec.model_validate_json(_spec("t:0", code, records)))
             trials[mode] = registry.get("t:0")
         spent: dict[str, list[float]] = {mode: [] for mode in MODES}
         for n in range(calls + 200):
             for mode, handle in runners.items():
                 started = time.perf_counter()
-                outcome = await handle.servicer.executor.call(
+                outcome = await handle.servicer.runner.executor.call(
                     trials[mode],
                     call_id=f"c{n}",
                     tool_name="ping",

@@ -17,8 +17,24 @@ path of one write. For each N it prints, as medians over ``--repeat`` trials:
   payload through a bare grpclib echo servicer (what any RegisterTrial costs to move), and the
   canonical stable hash of the state (sorted-key JSON + sha256).
 
-Goals (issue #20): RegisterTrial <= 2x the json.loads floor at 10k and 100k, the 2nd..Nth trial flat
-in N, and GradeTrial <= 150 ms at 100k whether the hash matches or not.
+A second table follows: the plain path, a foreign engine's way (the whole TrialSpec in
+``trial_spec_json``, no digest, no parts; docs/protocol/runner.md). For each N, medians over the
+rounds, each round with tasks the runner has never seen:
+
+* ``new``: the first trial of a task never seen, sent the plain way (two such tasks a round: one
+  whose first trial matches the golden path, one whose first trial differs);
+* ``same``: the 2nd..5th trials of one of those tasks, each a new trial sent the plain way (two
+  whose state matches, two whose state differs);
+
+each with RegisterTrial, the first ExecuteTool (a read-only ``ping``, which starts the trial's
+worker) sent at once (``call 1``) or, as an engine would after a model turn, a second later
+(``c1 later``: the second new task's first trial, and the 4th and 5th trials of a task), the second
+ExecuteTool (``touch``, one write), and GradeTrial (``grade =`` / ``grade !=``), beside the same
+floors as above.
+
+Goals: RegisterTrial <= 2x the json.loads floor at 10k and 100k, the 2nd..Nth trial flat in N, and
+GradeTrial <= 150 ms at 100k whether the hash matches or not; on the plain path at 100k, GradeTrial
+<= 150 ms and the first ExecuteTool <= 20 ms.
 """
 
 from __future__ import annotations
@@ -51,6 +67,9 @@ from tolokaforge.contracts.runner import (
     RunnerServiceStub,
 )
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
+
+TURN_S = 1.0
+"""A model turn: how long after its registration a plain-path trial's first call comes (``c1 later``)."""
 
 
 class EchoServicer(RunnerServiceBase):
@@ -180,6 +199,95 @@ async def touch(stub: RunnerServiceStub, trial_id: str, index: int) -> None:
     assert answer.status == ExecutionStatus.SUCCESS, answer.error_message
 
 
+async def ping(stub: RunnerServiceStub, trial_id: str) -> None:
+    answer = await stub.execute_tool(
+        ExecuteToolRequest(
+            trial_id=trial_id,
+            tool_name="ping",
+            arguments_json=json.dumps({"text": "x"}),
+            executor="agent",
+            call_id="c-ping",
+        )
+    )
+    assert answer.status == ExecutionStatus.SUCCESS, answer.error_message
+
+
+class PlainFigures:
+    """One kind of plain-path trial's samples (seconds), per step."""
+
+    def __init__(self) -> None:
+        self.register: list[float] = []
+        self.first_call: list[float] = []
+        self.first_call_later: list[float] = []
+        self.second_call: list[float] = []
+        self.match: list[float] = []
+        self.differ: list[float] = []
+
+    def row(self) -> str:
+        columns = (
+            self.register,
+            self.first_call,
+            self.first_call_later,
+            self.second_call,
+            self.match,
+            self.differ,
+        )
+        return "".join(f"{median_ms(samples) if samples else float('nan'):>10.1f}" for samples in columns)
+
+
+async def plain_trial(
+    stub: RunnerServiceStub,
+    figures: PlainFigures,
+    trial_id: str,
+    the_task: dict[str, Any],
+    index: int,
+    *,
+    pause: bool = False,
+) -> None:
+    """One trial sent the plain way: registered, a read, a write of record ``index``, graded, cleaned up.
+    ``pause``: the first call comes a model turn after the registration (:data:`TURN_S`), not at once."""
+    records = len(the_task["initial_state"]["tables"]["records"])
+    payload = spec_json(trial_id, the_task)
+    figures.register.append(await timed_async(register(stub, trial_id, payload)))
+    if pause:
+        await asyncio.sleep(TURN_S)
+    first_call = figures.first_call_later if pause else figures.first_call
+    first_call.append(await timed_async(ping(stub, trial_id)))
+    figures.second_call.append(await timed_async(touch(stub, trial_id, index)))
+    matches = index == 0 or records == 1
+    samples = figures.match if matches else figures.differ
+    samples.append(await timed_async(grade(stub, trial_id, matches)))
+    await stub.cleanup_trial(CleanupTrialRequest(trial_id=trial_id))
+
+
+async def measure_plain(
+    records: int, repeat: int, code: Path, stub: RunnerServiceStub, echo: RunnerServiceStub
+) -> None:
+    """The plain path's rows for N records (module doc)."""
+    payload = spec_json(f"plain-{records}:0", task(code, records))
+    tables = json.loads(payload)["task"]["initial_state"]["tables"]
+    hash_ms = timed(lambda: canonical_hash(tables), repeat)
+    echo_ms = median_ms([await timed_async(register(echo, f"e:{i}", payload)) for i in range(repeat)])
+    new, same = PlainFigures(), PlainFigures()
+    loads: list[float] = []
+    for round_ in range(repeat):
+        fresh: list[dict[str, Any]] = []
+        for variant in range(2):
+            the_task = task(code, records)
+            the_task["task_id"] = f"plain-{records}-{round_}-{variant}"
+            the_task["initial_state"]["tables"]["records"][-1]["value"] = -1 - 2 * round_ - variant
+            fresh.append(the_task)
+        loads.append(timed(lambda: json.loads(payload), 3) / 1e3)
+        await plain_trial(stub, new, f"{fresh[0]['task_id']}:0", fresh[0], 0)
+        await plain_trial(stub, new, f"{fresh[1]['task_id']}:0", fresh[1], min(1, records - 1), pause=True)
+        for trial, index in enumerate((0, 1, 0, 2), start=1):
+            trial_id = f"{fresh[0]['task_id']}:{trial}"
+            await plain_trial(stub, same, trial_id, fresh[0], min(index, records - 1), pause=trial > 2)
+    floors = f"{median_ms(loads):>10.1f}{echo_ms:>10.1f}{hash_ms:>10.1f}"
+    print(f"{records:>8}{'new':>6}{new.row()}{floors}")
+    print(f"{records:>8}{'same':>6}{same.row()}{floors}")
+
+
 async def measure(
     records: int, repeat: int, code: Path, stub: RunnerServiceStub, echo: RunnerServiceStub
 ) -> None:
@@ -257,6 +365,18 @@ async def main() -> None:
             await stub.cleanup_trial(CleanupTrialRequest(trial_id="warm:0"))
             for records in sizes:
                 await measure(records, args.repeat, code, stub, echo)
+            print()
+            print(
+                "the plain path (whole TrialSpec, no digest), ms, medians; new: a task's 1st trial,"
+                " same: its 2nd..5th; call 1: ping (starts the worker) at once, or a model turn"
+                f" ({TURN_S:g} s) after the registration; call 2: touch (one write)"
+            )
+            print(
+                f"{'records':>8}{'task':>6}{'register':>10}{'call 1':>10}{'c1 later':>10}{'call 2':>10}"
+                f"{'grade =':>10}{'grade !=':>10}{'loads':>10}{'echo':>10}{'hash':>10}"
+            )
+            for records in sizes:
+                await measure_plain(records, args.repeat, code, stub, echo)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 from tolokaforge.contracts.runner import ExecutionStatus
-from tolokaforge.host import RunnerClient, build_trial_spec, load_pack, open_runner
+from tolokaforge.core.runner_api import Runner, ToolCallRequest
+from tolokaforge.host import build_trial_spec, load_pack, open_runner
 
 GOAL_MS = 5.0
 
@@ -91,16 +92,14 @@ async def _through_runner(root: Path, queries: list[str]) -> tuple[float, list[f
             started = time.perf_counter()
             await _call(runner, spec.trial_id, query, n)
             samples.append(time.perf_counter() - started)
-        await runner.cleanup(spec.trial_id)
+        await runner.release(spec.trial_id)
         return setup, samples
 
 
-async def _call(runner: RunnerClient, trial_id: str, query: str, n: int) -> None:
+async def _call(runner: Runner, trial_id: str, query: str, n: int) -> None:
     arguments = json.dumps({"query": query, "top_k": 5})
-    result = await runner.execute(
-        trial_id, call_id=f"c{n}", tool_name="search_kb", arguments_json=arguments, executor="agent"
-    )
-    assert result.status == ExecutionStatus.SUCCESS, result.error_message
+    result = await runner.execute(ToolCallRequest(trial_id, f"c{n}", "search_kb", arguments, "agent"))
+    assert result.status == ExecutionStatus.SUCCESS, result.failure
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""What a ``sql_query`` call costs on each candidate SQL engine, to choose between them (issue #35).
+"""What a ``sql_query`` call costs on each candidate SQL engine, to choose between them.
 
     uv run python tools/bench/sql_tools.py [--sizes 1000,10000] [--reps 30]
 

@@ -41,7 +41,7 @@ from tolokaforge.contracts.runner import (
     RunnerServiceStub,
 )
 from tolokaforge.core.collector import tune_collector
-from tolokaforge.host import Pack, RunnerClient, build_trial_spec, load_pack
+from tolokaforge.host import GrpcRunner, Pack, build_trial_spec, load_pack
 
 
 class _Stub:
@@ -94,7 +94,7 @@ async def _case(pack: Pack, parts: bool) -> dict[str, float]:
         host, port = runner.address.rsplit(":", 1)
         channel = runner.channel()
         stub = _Stub(RunnerServiceStub(channel), parts=parts)
-        client = RunnerClient(host, int(port), stub=stub)
+        client = GrpcRunner(stub, address=f"{host}:{port}")
         try:
             await client.health_check()
             figures: dict[str, float] = {}
@@ -104,14 +104,14 @@ async def _case(pack: Pack, parts: bool) -> dict[str, float]:
                 for task in tasks:
                     spec = build_trial_spec(task, run_id="bench", trial_index=trial_index)
                     await client.register(spec)
-                    await client.cleanup(spec.trial_id)
+                    await client.release(spec.trial_id)
                 figures[f"{name} wall"] = (time.perf_counter() - started) * 1e3 / len(tasks)
                 figures[f"{name} runner"] = (_cpu_s(process.pid) - runner_cpu) * 1e3 / len(tasks)
                 figures[f"{name} host"] = (time.process_time() - own_cpu) * 1e3 / len(tasks)
                 figures[f"{name} KB"] = (stub.sent - sent) / 1024 / len(tasks)
             return figures
         finally:
-            client.close()
+            await client.aclose()
             channel.close()
 
 

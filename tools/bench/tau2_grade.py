@@ -31,10 +31,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tolokaforge.core.models import TaskDescription
+from tolokaforge.core.runner_api import GradeRequest, GradingFailedError, ToolCallRequest
+from tolokaforge.core.termination import TerminationReason
+from tolokaforge.core.transcript import decode_transcript_wire
 from tolokaforge.host import (
     GoldenAgentFactory,
     Pack,
-    RunnerClient,
+    Runner,
     RunSettings,
     UserRouter,
     build_trial_spec,
@@ -88,7 +91,7 @@ ROUNDS = 3
 
 
 async def _trial(
-    client: RunnerClient, task: TaskDescription, index: int, tau2: _Tau2
+    client: Runner, task: TaskDescription, index: int, tau2: _Tau2
 ) -> tuple[float, float | None, list[Any]]:
     """One golden trial: (GradeTrial seconds, our score, the same trajectory as τ²'s messages)."""
     spec = build_trial_spec(task, run_id="bench", trial_index=index)
@@ -108,13 +111,10 @@ async def _trial(
         call_id = f"g{number}"
         arguments = json.dumps(action.arguments)
         answer = await client.execute(
-            spec.trial_id,
-            call_id=call_id,
-            tool_name=action.tool_name,
-            arguments_json=arguments,
-            executor=action.executor,
+            ToolCallRequest(spec.trial_id, call_id, action.tool_name, arguments, action.executor)
         )
-        content = answer.output if answer.status == 1 else "Error: " + answer.error_message
+        failure = answer.failure
+        content = answer.output if failure is None else "Error: " + failure.message
         call = {
             "id": call_id,
             "type": "function",
@@ -127,17 +127,26 @@ async def _trial(
         holder = m.AssistantMessage if role == "assistant" else m.UserMessage
         theirs_messages.append(holder(role=role, content=None, tool_calls=[tool_call]))
         theirs_messages.append(
-            m.ToolMessage(id=call_id, role="tool", content=content, requestor=role, error=answer.status != 1)
+            m.ToolMessage(id=call_id, role="tool", content=content, requestor=role, error=failure is not None)
         )
     final = (task.golden_response or "Done.") + " ###STOP###"
     ours_messages.append({"role": "assistant", "content": final})
     theirs_messages.append(m.AssistantMessage(role="assistant", content=final))
     started = time.perf_counter()
-    graded = await client.grade(spec.trial_id, json.dumps(ours_messages), "agent_done", release=True)
+    request = GradeRequest(
+        spec.trial_id,
+        decode_transcript_wire(json.dumps(ours_messages)),
+        TerminationReason.AGENT_DONE,
+        release=True,
+    )
+    try:
+        graded = await client.grade(request)
+    except GradingFailedError:
+        graded = None
     seconds = time.perf_counter() - started
-    if not graded.released:
-        await client.cleanup(spec.trial_id)
-    score = graded.grade.score if graded.success and graded.grade is not None else None
+    if graded is None or not graded.released:
+        await client.release(spec.trial_id)
+    score = graded.grade.score if graded is not None else None
     return seconds, score, theirs_messages
 
 

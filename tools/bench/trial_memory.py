@@ -7,7 +7,7 @@ of ``--records`` records. The task is sent once (task_json + digest), then every
 digest and makes one write (``touch``), so each has a tool worker (isolated mode) and a table of its
 own to change. Printed, after 1 trial and after ``--trials`` trials: the runner's PSS, the PSS summed
 over its descendants (tool workers, zygotes), and their total -- the physical memory the process
-tree uses (PSS counts a page shared by n processes as 1/n in each). The bound (issue #20): the total for
+tree uses (PSS counts a page shared by n processes as 1/n in each). The bound: the total for
 ``--trials`` trials within 2x the total for one. The floor is the runner before any trial.
 """
 

@@ -47,7 +47,7 @@ from tolokaforge.contracts.runner import (
     RunnerServiceStub,
 )
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
-from tolokaforge.host import RunnerClient, build_trial_spec, load_pack
+from tolokaforge.host import GrpcRunner, build_trial_spec, load_pack
 from tolokaforge.runner import RunnerSettings, start_runner
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -135,7 +135,7 @@ def _register(trial_id: str, code: Path) -> RegisterTrialRequest:
 async def _pack(mode: str, pack_path: Path, concurrency: int, rounds: int) -> tuple[float, float, float]:
     pack = load_pack(pack_path)
     handle = await start_runner(_settings(mode))
-    client = RunnerClient(handle.host, handle.port, token=handle.token)
+    client = GrpcRunner.connect(handle.host, handle.port, token=handle.token)
     specs = [
         build_trial_spec(loaded.task, run_id=f"bench-{mode}", trial_index=index)
         for index in range(rounds + 1)
@@ -146,7 +146,7 @@ async def _pack(mode: str, pack_path: Path, concurrency: int, rounds: int) -> tu
         spec = specs[index]
         started = time.perf_counter()
         await client.register(spec)
-        await client.cleanup(spec.trial_id)
+        await client.release(spec.trial_id)
         return time.perf_counter() - started
 
     try:
@@ -156,7 +156,7 @@ async def _pack(mode: str, pack_path: Path, concurrency: int, rounds: int) -> tu
         specs = specs[warm:]
         return await _measured(len(specs), concurrency, one)
     finally:
-        client.close()
+        await client.aclose()
         await handle.close()
 
 

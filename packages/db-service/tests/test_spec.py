@@ -194,7 +194,7 @@ def test_valid_requests_take_the_shortcut_and_refusals_name_the_place(patch_chec
 
 def test_operations_not_told_apart_by_op_turn_the_shortcut_off(tmp_path: Path) -> None:
     document = copy.deepcopy(ApiSpec.load().document)
-    # Deletes may now also be written as inserts: "op" alone no longer says which schema applies.
+    # A contract where deletes may also be written as inserts: "op" alone does not say which schema applies.
     document["components"]["schemas"]["DeleteOperation"]["properties"]["op"] = {"enum": ["delete", "insert"]}
     path = tmp_path / "db-service.yaml"
     path.write_text(yaml.safe_dump(document), encoding="utf-8")

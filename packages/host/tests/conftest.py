@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from tolokaforge.contracts.runner import HealthCheckRequest
+
 PACKS = Path(__file__).resolve().parents[3] / "examples" / "packs"
 
 
@@ -141,7 +143,8 @@ async def chat_server() -> AsyncIterator[Callable[[Responder], Awaitable[ChatSer
 
 
 class RecordingStub:
-    """The embedded runner's in-process stub in front of the host, keeping what the host sends.
+    """A stand-in for the generated stub that calls a runner's servicer directly, keeping what the host
+    sends (the gRPC adapter is driven exactly as over a channel, without one).
 
     ``health_delay_s``: HealthCheck answers late (every first trial waits meanwhile);
     ``old``: a runner that knows no GradeTrial ``release`` (the field is dropped, never answered).
@@ -160,29 +163,29 @@ class RecordingStub:
     async def health_check(self, message: Any = None, *, timeout: float | None = None) -> Any:
         self.health_checks += 1
         await asyncio.sleep(self.health_delay_s)
-        return await self.inner.health_check(message, timeout=timeout)
+        return await self.inner.health_check(message or HealthCheckRequest())
 
     async def register_trial(self, message: Any, *, timeout: float | None = None) -> Any:
         self.registrations.append(message)
         await asyncio.sleep(0)
-        return await self.inner.register_trial(message, timeout=timeout)
+        return await self.inner.register_trial(message)
 
     async def execute_tool(self, message: Any, *, timeout: float | None = None) -> Any:
-        return await self.inner.execute_tool(message, timeout=timeout)
+        return await self.inner.execute_tool(message)
 
     async def grade_trial(self, message: Any, *, timeout: float | None = None) -> Any:
         if self.old:
             message.release = False
-        answer = await self.inner.grade_trial(message, timeout=timeout)
+        answer = await self.inner.grade_trial(message)
         self.grades.append(answer)
         return answer
 
     async def cleanup_trial(self, message: Any, *, timeout: float | None = None) -> Any:
         self.cleanups.append(message.trial_id)
-        return await self.inner.cleanup_trial(message, timeout=timeout)
+        return await self.inner.cleanup_trial(message)
 
 
 @pytest.fixture
 def recording_stub() -> type[RecordingStub]:
-    """The :class:`RecordingStub` class: ``recording_stub(runner.in_process_stub(), old=True)``."""
+    """The :class:`RecordingStub` class: ``recording_stub(runner.servicer, old=True)``."""
     return RecordingStub

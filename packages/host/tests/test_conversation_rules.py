@@ -26,7 +26,6 @@ from tolokaforge.host.llm import DEFAULT_PRICES, ChatClient, ChatSettings
 from tolokaforge.host.packs import load_pack
 from tolokaforge.host.results.outcome import TrialOutcome
 from tolokaforge.host.run.conductor import TrialSettings, run_trial
-from tolokaforge.host.runner.client import RunnerClient
 from tolokaforge.host.users.base import UserSimulatorFactory
 from tolokaforge.host.users.llm import LLMUserFactory
 from tolokaforge.host.users.router import UserRouter
@@ -58,11 +57,11 @@ def _call(name: str, arguments: dict[str, Any] | str, call_id: str = "") -> dict
 
 async def _run(loaded: Any, agents: AgentFactory, users: UserSimulatorFactory | None = None) -> TrialOutcome:
     runner = await start_runner(serve=False)
-    client = RunnerClient("embedded", 0, stub=runner.in_process_stub())
+    client = runner.runner
     try:
         return await run_trial(client, loaded, 0, agents, users or UserRouter(), TrialSettings("rules"))
     finally:
-        client.close()
+        await client.aclose()
         await runner.close()
 
 

@@ -22,7 +22,6 @@ from tolokaforge.host.agents import ScriptedAgentFactory
 from tolokaforge.host.agents.scripted import Script
 from tolokaforge.host.packs import load_pack
 from tolokaforge.host.run.conductor import TrialSettings, run_trial
-from tolokaforge.host.runner.client import RunnerClient
 from tolokaforge.host.users.router import UserRouter
 from tolokaforge.runner import start_runner
 
@@ -133,7 +132,7 @@ async def test_our_loop_ends_where_tau2s_orchestrator_ends() -> None:
         "unknown": {"name": "nope", "arguments": {}},
     }
     runner = await start_runner(serve=False)
-    client = RunnerClient("embedded", 0, stub=runner.in_process_stub())
+    client = runner.runner
     try:
         for name, agent_steps, user_steps, max_steps, max_errors in SCENARIOS:
             expected = _tau2_run(agent_steps, user_steps, max_steps, max_errors)
@@ -178,5 +177,5 @@ async def test_our_loop_ends_where_tau2s_orchestrator_ends() -> None:
                 ours.pop("tool_texts")
             assert ours == expected, name
     finally:
-        client.close()
+        await client.aclose()
         await runner.close()

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from tolokaforge.core.models import ToolCode
-from tolokaforge.core.tool_result import ReportedError
 from tolokaforge.host.packs.builtin_tools import SHIPPED_PACKAGE, shipped_tools, with_shipped_code
 from tolokaforge.host.packs.shipped_tools.db_tools import DbQuery, DbSchema, DbUpdate, SqlQuery, UpdateFailed
+from tolokaforge.sdk.tool_result import ReportedError
 
 
 def _tables() -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 from tolokaforge.host import GoldenAgentFactory, UserRouter
 from tolokaforge.host.packs import load_pack
 from tolokaforge.host.run.conductor import TrialSettings, run_trial
-from tolokaforge.host.runner.client import RunnerClient
+from tolokaforge.host.runner import GrpcRunner
 from tolokaforge.runner import start_runner
 
 RETAIL = Path(__file__).parents[3] / "examples" / "packs" / "retail"
@@ -20,17 +20,17 @@ Stubs = Callable[..., Any]
 async def _run_three(recording_stub: Stubs, old: bool) -> tuple[Any, list[str]]:
     pack = load_pack(RETAIL)
     runner = await start_runner(serve=False)
-    stub = recording_stub(runner.in_process_stub(), old=old)
-    client = RunnerClient("embedded", 0, stub=stub)
+    stub = recording_stub(runner.servicer, old=old)
+    client = GrpcRunner(stub, address="embedded")
     try:
         for loaded in pack.tasks[:3]:
             outcome = await run_trial(
                 client, loaded, 0, GoldenAgentFactory(), UserRouter(), TrialSettings("r")
             )
             assert outcome.grade is not None and outcome.grade.binary_pass
-        return stub, runner.servicer.registry.trial_ids()
+        return stub, runner.servicer.runner.registry.trial_ids()
     finally:
-        client.close()
+        await client.aclose()
         await runner.close()
 
 

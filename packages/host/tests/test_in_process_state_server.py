@@ -13,11 +13,12 @@ import pytest
 import yaml
 
 from tolokaforge.contracts.runner import GetStateRequest, ResetTrialRequest, RunnerServiceStub
+from tolokaforge.core.runner_api import ToolCallRequest
 from tolokaforge.host.agents import GoldenAgentFactory
 from tolokaforge.host.packs import load_pack
 from tolokaforge.host.run.schedule import RunSettings, run_pack
-from tolokaforge.host.runner.client import RunnerClient
-from tolokaforge.host.runner.trial_spec import build_trial_spec
+from tolokaforge.host.run.trial_spec import build_trial_spec
+from tolokaforge.host.runner import GrpcRunner
 from tolokaforge.host.users.router import UserRouter
 from tolokaforge.runner import start_runner
 
@@ -60,7 +61,7 @@ async def test_the_servers_state_hashes_like_the_python_tools_and_resets(greenho
     hashes: dict[str, tuple[str, list[str]]] = {}
     # The embedded runner served on a loopback port; the client and the raw stub present its token.
     handle = await start_runner()
-    runner = RunnerClient(handle.host, handle.port, token=handle.token)
+    runner = GrpcRunner.connect(handle.host, handle.port, token=handle.token)
     channel = handle.channel()
     stub = RunnerServiceStub(channel)
     try:
@@ -75,11 +76,7 @@ async def test_the_servers_state_hashes_like_the_python_tools_and_resets(greenho
             outputs: list[str] = []
             for index, (name, arguments) in enumerate(CALLS):
                 response = await runner.execute(
-                    spec.trial_id,
-                    call_id=f"c{index}",
-                    tool_name=name,
-                    arguments_json=json.dumps(arguments),
-                    executor="agent",
+                    ToolCallRequest(spec.trial_id, f"c{index}", name, json.dumps(arguments), "agent")
                 )
                 outputs.append(response.output)
             assert json.loads(outputs[2]) == {"error": "no plant P-9", "details": ["known: P-1, P-2"]}
@@ -91,16 +88,14 @@ async def test_the_servers_state_hashes_like_the_python_tools_and_resets(greenho
             reset = await stub.reset_trial(ResetTrialRequest(trial_id=spec.trial_id))
             assert reset.success, reset.error
             again = await runner.execute(
-                spec.trial_id,
-                call_id="after-reset",
-                tool_name="get_plant",
-                arguments_json=json.dumps({"plant_id": "P-2"}),
-                executor="agent",
+                ToolCallRequest(
+                    spec.trial_id, "after-reset", "get_plant", json.dumps({"plant_id": "P-2"}), "agent"
+                )
             )
             assert json.loads(again.output)["water_today"] == 0.5  # the server got the reset state
-            await runner.cleanup(spec.trial_id)
+            await runner.release(spec.trial_id)
     finally:
         channel.close()
-        runner.close()
+        await runner.aclose()
         await handle.close()
     assert hashes["water_mcp"] == hashes["water_python"]

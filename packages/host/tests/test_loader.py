@@ -215,4 +215,4 @@ def test_inspect_pack_reports_a_broken_tool_module_on_every_task_using_it(
     assert all("RuntimeError: boom" in task.problems[0].message for task in report.broken)
     with pytest.raises(PackLoadError) as caught:
         load_pack(root)
-    assert len(caught.value.problems) == 1  # load_pack names it once, as before
+    assert len(caught.value.problems) == 1  # load_pack names it once

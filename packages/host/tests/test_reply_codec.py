@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tolokaforge.contracts.runner import ExecuteToolResponse, RegisterTrialResponse, ToolSchema
-from tolokaforge.host.runner.reply_codec import KEPT, ReplyCodec
+from tolokaforge.host.runner.reply_codec import KEPT, DecodeOnceCodec
 
 
 def _reply(name: str) -> bytes:
@@ -12,7 +12,7 @@ def _reply(name: str) -> bytes:
 
 
 def test_the_same_reply_bytes_give_the_same_message() -> None:
-    codec = ReplyCodec()
+    codec = DecodeOnceCodec()
     first = codec.decode(_reply("a"), RegisterTrialResponse)
     again = codec.decode(_reply("a"), RegisterTrialResponse)
     other = codec.decode(_reply("b"), RegisterTrialResponse)
@@ -21,14 +21,14 @@ def test_the_same_reply_bytes_give_the_same_message() -> None:
 
 
 def test_other_messages_are_decoded_every_time() -> None:
-    codec = ReplyCodec()
+    codec = DecodeOnceCodec()
     data = bytes(ExecuteToolResponse(output="x"))
     first, again = codec.decode(data, ExecuteToolResponse), codec.decode(data, ExecuteToolResponse)
     assert first == again and first is not again
 
 
 def test_only_the_latest_replies_are_kept() -> None:
-    codec = ReplyCodec()
+    codec = DecodeOnceCodec()
     oldest = codec.decode(_reply("t0"), RegisterTrialResponse)
     for index in range(1, KEPT + 1):
         codec.decode(_reply(f"t{index}"), RegisterTrialResponse)

@@ -12,7 +12,7 @@ import pytest
 
 from tolokaforge.core.models import TaskDescription, ToolCode
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.runner.trial_spec import TaskWire, TaskWires
+from tolokaforge.host.runner.task_wire import TaskWire, TaskWires
 
 RETAIL = Path(__file__).parents[3] / "examples" / "packs" / "retail"
 

@@ -168,8 +168,8 @@ async def runner(store_mode: str, request: pytest.FixtureRequest) -> AsyncIterat
             yield handle
         finally:
             # The database outlives this test: free what it registered so ids can be reused.
-            for trial_id in handle.servicer.registry.trial_ids():
-                await handle.servicer.registry.cleanup(trial_id)
+            for trial_id in handle.servicer.runner.registry.trial_ids():
+                await handle.servicer.runner.registry.cleanup(trial_id)
             await handle.close()
 
 
@@ -367,7 +367,7 @@ def outer_pid(namespace: str, inner: int) -> int | None:
 
 def server_pid(runner: RunnerHandle, trial_id: str) -> int:
     """The pid, as this process sees it, of the (first) tool server the trial's runner started."""
-    sources = runner.servicer.registry.get(trial_id).sources
+    sources = runner.servicer.runner.registry.get(trial_id).tools.sources
     pid: int | None = getattr(sources[0], "pid", None)  # MCP and provider sources both say it
     assert pid is not None, "the server is not running"
     return pid

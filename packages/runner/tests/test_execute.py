@@ -106,7 +106,7 @@ async def test_schema_invalid_arguments(runner: RunnerHandle, stub: RunnerServic
     _assert_failure(response, ExecutionStatus.INVALID_ARGUMENTS, ToolErrorCategory.INVALID_ARGUMENTS)
     assert "status" in response.error_message and "'shipped'" in response.error_message
     assert not response.tool_error.retryable  # pyright: ignore[reportOptionalMemberAccess]
-    (record,) = runner.servicer.registry.get(trial).history
+    (record,) = runner.servicer.runner.registry.get(trial).history
     assert (record.status, record.arguments) == ("invalid_arguments", {})
     not_json = await stub.execute_tool(_call(trial, "set_status", "{not json", "c2"))
     _assert_failure(not_json, ExecutionStatus.INVALID_ARGUMENTS, ToolErrorCategory.INVALID_ARGUMENTS)
@@ -127,7 +127,7 @@ async def test_unknown_tool_is_not_found_and_recorded(
 ) -> None:
     response = await stub.execute_tool(_call(trial, "no_such_tool", {}, "c1"))
     _assert_failure(response, ExecutionStatus.TOOL_NOT_FOUND, ToolErrorCategory.NOT_FOUND)
-    assert [r.status for r in runner.servicer.registry.get(trial).history] == ["tool_not_found"]
+    assert [r.status for r in runner.servicer.runner.registry.get(trial).history] == ["tool_not_found"]
 
 
 async def test_unknown_trial_is_trial_not_found_and_not_recorded(
@@ -136,7 +136,7 @@ async def test_unknown_trial_is_trial_not_found_and_not_recorded(
     response = await stub.execute_tool(_call("ghost:0", "who_am_i", {}, "c1"))
     assert response.status == ExecutionStatus.TRIAL_NOT_FOUND
     assert "Trial 'ghost:0' not found" in response.error_message
-    assert runner.servicer.registry.get(trial).history == []
+    assert runner.servicer.runner.registry.get(trial).history == []
 
 
 async def test_tool_that_raises_is_an_error(stub: RunnerServiceStub, trial: str) -> None:
@@ -264,7 +264,7 @@ async def test_history_records_every_call_in_order(
     for call in calls:
         await stub.execute_tool(call)
     await stub.execute_tool(_call("ghost:0", "get_order", {}, "c6"))
-    history = runner.servicer.registry.get(trial).history
+    history = runner.servicer.runner.registry.get(trial).history
     assert [(r.sequence, r.call_id, r.tool_name, r.executor, r.status) for r in history] == [
         (0, "c1", "get_order", "agent", "success"),
         (1, "c1#1", "get_order", "agent", "success"),

@@ -9,7 +9,7 @@ import pytest
 from tolokaforge.core.models import JsonPathCheck
 from tolokaforge.runner.errors import MissingComponentWeight
 from tolokaforge.runner.grading.fold import fold
-from tolokaforge.runner.grading.jsonpath_checks import evaluate_jsonpaths, json_equal
+from tolokaforge.runner.grading.jsonpath_checks import evaluate_jsonpaths
 
 
 @pytest.mark.parametrize(
@@ -132,8 +132,3 @@ def test_jsonpath_check_needs_exactly_one_operator() -> None:
         JsonPathCheck.model_validate({"path": "$.db.x", "equals": 1, "exists": True})
     with pytest.raises(ValueError, match="exactly one operator"):
         JsonPathCheck.model_validate({"path": "$.db.x"})
-
-
-def test_json_equal_is_json_equality() -> None:
-    assert json_equal({"a": [1, 2.0]}, {"a": [1.0, 2]})
-    assert not json_equal(True, 1) and not json_equal(0, False) and not json_equal([1], [1, 1])

@@ -31,13 +31,13 @@ HOSTILE = [*HOSTILE_TOOLS, hostile_tool("remember", "Remember", {"text": {"type"
 
 
 def _zygotes(runner: RunnerHandle) -> Zygotes:
-    zygotes = runner.servicer.registry.executor.isolated.zygotes
+    zygotes = runner.servicer.runner.registry.executor.isolated.zygotes
     assert zygotes is not None, "the runner forks its workers"
     return zygotes
 
 
 def _worker(runner: RunnerHandle, trial_id: str) -> ToolWorker:
-    workers = runner.servicer.registry.get(trial_id).workers
+    workers = runner.servicer.runner.registry.get(trial_id).processes.workers
     assert workers is not None
     return workers.live()[0]
 
@@ -135,7 +135,7 @@ async def test_forked_workers_get_their_limits_and_no_network(hostile: Hostile, 
         network = (await hostile.call("net:0", "probe", what="connect", arg=runner.address)).output
         assert network.startswith("refused"), network
     env = (await hostile.call("net:0", "probe", what="env", arg="HOME")).output
-    assert env == str(runner.servicer.registry.get("net:0").workspace)
+    assert env == str(runner.servicer.runner.registry.get("net:0").files.workspace)
 
 
 async def test_two_trials_never_share_module_globals(hostile: Hostile, runner: RunnerHandle) -> None:
@@ -157,7 +157,7 @@ async def test_a_timeout_kills_the_worker_and_a_grandchild_that_left_its_group(
     namespace = pid_namespace(worker.child.pid)
     response = await any_hostile.call("grand:0", "misbehave", how="fork_sleep")
     assert response.status == ExecutionStatus.TIMEOUT, response
-    workspace = any_runner.servicer.registry.get("grand:0").workspace
+    workspace = any_runner.servicer.runner.registry.get("grand:0").files.workspace
     assert workspace is not None
     # The tool wrote the pid its sandbox's namespace gave the grandchild.
     inner = int(Path(workspace, "grandchild.pid").read_text())

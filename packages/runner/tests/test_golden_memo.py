@@ -102,7 +102,7 @@ async def _trial(
     episode.say("done")
     response = await episode.grade()
     assert response.success, response.error
-    workspace = handle.servicer.registry.get(trial_id).workspace
+    workspace = handle.servicer.runner.registry.get(trial_id).files.workspace
     assert workspace is not None
     log = Path(workspace) / "replays.log"
     return response.grade, log.read_text(encoding="utf-8").splitlines() if log.exists() else []
@@ -155,7 +155,7 @@ async def test_trusted_mode_reuses_the_outcome_too(tmp_path: Path, monkeypatch: 
     try:
         task = _task("trusted", MARK_X)
         grades = [(await _trial(handle, stub, task, index))[0] for index in range(2)]
-        package = handle.servicer.registry.get("trusted:0").code_package
+        package = handle.servicer.runner.registry.get("trusted:0").files.code_package
         module = sys.modules[f"{package}.tools"]
         replayed = module.calls
         third, _ = await _trial(handle, stub, task, 2)

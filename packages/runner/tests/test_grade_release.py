@@ -73,7 +73,7 @@ async def test_the_request_sent_again_gets_the_same_answer(
     request.release = True
     first = await stub.grade_trial(request)
     releases: list[str] = []
-    registry = runner.servicer.registry
+    registry = runner.servicer.runner.registry
     original = registry.cleanup
 
     async def counting(trial_id: str) -> bool:
@@ -129,7 +129,7 @@ async def test_a_release_that_fails_leaves_the_cleanup_to_the_caller(
     async def unreachable(trial_id: str) -> bool:
         raise StoreUnreachableError("the store is down", outcome_unknown=False)
 
-    registry = runner.servicer.registry
+    registry = runner.servicer.runner.registry
     original = registry.cleanup
     monkeypatch.setattr(registry, "cleanup", unreachable)
     answer: GradeTrialResponse = await stub.grade_trial(request)

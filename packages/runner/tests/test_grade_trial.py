@@ -112,7 +112,7 @@ async def test_tools_resume_on_the_trials_own_state_after_grading(
     state = json.loads((await stub.get_state(GetStateRequest(trial_id="t:0"))).state_json)
     assert state["notes"] == [{"text": "mine"}, {"text": "after grading"}]
     assert [o["status"] for o in state["orders"]] == ["open", "paid"]
-    assert runner.servicer.registry.get("t:0").mirror.tables == state
+    assert runner.servicer.runner.registry.get("t:0").state.mirror.tables == state
 
 
 async def test_golden_replay_starts_from_the_initialised_state(register: Any, episode: Any) -> None:
@@ -350,4 +350,4 @@ async def test_golden_replay_is_not_recorded_in_history(
     ep = episode("t:0")
     await ep.call("set_status", {"order_id": "O-1", "status": "paid"}, "c1")
     await ep.grade()
-    assert [r.call_id for r in runner.servicer.registry.get("t:0").history] == ["c1"]
+    assert [r.call_id for r in runner.servicer.runner.registry.get("t:0").history] == ["c1"]

@@ -116,7 +116,7 @@ def _metrics(response: ExecuteToolResponse) -> ToolMetrics:
 
 
 def _worker_pids(runner: RunnerHandle, trial_id: str) -> list[int]:
-    workers = runner.servicer.registry.get(trial_id).workers
+    workers = runner.servicer.runner.registry.get(trial_id).processes.workers
     assert workers is not None
     return workers.pids()
 
@@ -230,7 +230,7 @@ async def test_a_tool_sees_neither_other_trials_nor_the_runner(
     assert (
         await trials.call("spy:0", "probe", what="env", arg="TOLOKAFORGE_TEST_API_KEY")
     ).output == "<unset>"
-    workspace = runner.servicer.registry.get("spy:0").workspace
+    workspace = runner.servicer.runner.registry.get("spy:0").files.workspace
     assert (await trials.call("spy:0", "probe", what="cwd", arg="")).output == str(workspace)
     network = (await trials.call("spy:0", "probe", what="connect", arg=runner.address)).output
     health = await trials.stub.health_check(HealthCheckRequest())

@@ -94,7 +94,7 @@ async def test_trials_dropped_while_the_store_was_down_are_deleted_when_it_is_ba
     db_url = await first.__aenter__()
     try:
         async with _Runner(db_url) as (handle, stub):
-            registry = handle.servicer.registry
+            registry = handle.servicer.runner.registry
             for trial_id in (kept, dropped, again):
                 registered = await stub.register_trial(request_for(spec_factory(trial_id)))
                 assert registered.success, registered.error
@@ -142,7 +142,7 @@ async def test_state_under_the_runners_owner_that_it_does_not_hold_runs_out_with
         _Runner(db_url) as (handle, stub),
     ):
         store = HttpStateClient(db_url, token=DB_TOKEN)
-        owner = handle.servicer.registry.owner
+        owner = handle.servicer.runner.registry.owner
         assert (await stub.register_trial(request_for(spec_factory(kept)))).success
         # as an init of this runner's that landed after it had given up waiting for the answer
         await store.init_trial(stray, TABLES, owner=owner, lease_seconds=LEASE)
@@ -169,7 +169,9 @@ async def test_an_id_this_runner_holds_in_the_store_but_not_here_registers_at_on
     ):
         store = HttpStateClient(db_url, token=DB_TOKEN)
         # an init of this runner's whose answer was lost: the store holds the id for it, live
-        await store.init_trial(trial_id, TABLES, owner=handle.servicer.registry.owner, lease_seconds=30)
+        await store.init_trial(
+            trial_id, TABLES, owner=handle.servicer.runner.registry.owner, lease_seconds=30
+        )
         registered = await stub.register_trial(request_for(spec_factory(trial_id)))
         assert registered.success, registered.error
         state = await store.get_state(trial_id)

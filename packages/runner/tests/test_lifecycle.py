@@ -64,7 +64,7 @@ async def test_version_skew_is_refused_before_anything_is_initialised(
     assert not response.success
     assert f"engine protocol version {ENGINE_PROTOCOL_VERSION - 1}" in response.error
     assert f"minimum {ENGINE_PROTOCOL_VERSION}" in response.error
-    assert len(runner.servicer.registry) == 0
+    assert len(runner.servicer.runner.registry) == 0
     # Nothing reached the store either: the same id registers cleanly with the right version.
     assert (await stub.register_trial(request_for(spec_factory("t:0")))).success
 
@@ -115,7 +115,7 @@ async def test_failed_registration_leaves_nothing_behind(
     response = await stub.register_trial(request_for(spec_factory("t:0", initial_state=failing_init)))
     assert not response.success
     assert "initialization_actions[0] (explode) failed" in response.error
-    assert len(runner.servicer.registry) == 0
+    assert len(runner.servicer.runner.registry) == 0
     assert (await stub.register_trial(request_for(spec_factory("t:0")))).success
 
 
@@ -225,7 +225,7 @@ async def test_cleanup_is_idempotent_and_frees_the_id(
     assert (await stub.cleanup_trial(CleanupTrialRequest(trial_id="t:0"))).success
     assert (await stub.cleanup_trial(CleanupTrialRequest(trial_id="t:0"))).success
     assert (await stub.cleanup_trial(CleanupTrialRequest(trial_id="never:0"))).success
-    assert len(runner.servicer.registry) == 0
+    assert len(runner.servicer.runner.registry) == 0
     assert (await stub.register_trial(request_for(spec_factory("t:0")))).success
 
 
@@ -287,8 +287,8 @@ async def test_a_trial_spec_in_the_protocols_names_registers(
     )
     response = await stub.register_trial(request_for(spec))
     assert response.success, response.error
-    trial = runner.servicer.registry.get("t:0")
-    assert (trial.spec.attempt_id, trial.spec.run_id, trial.default_timeout_s) == (1, "run-7", 7.5)
+    trial = runner.servicer.runner.registry.get("t:0")
+    assert (trial.spec.attempt_id, trial.spec.run_id, trial.tools.default_timeout_s) == (1, "run-7", 7.5)
     old_name = spec_factory("t:1")
     old_name["attempt"] = 1  # not a protocol name: refused, naming it
     refused = await stub.register_trial(request_for(old_name))
@@ -302,7 +302,7 @@ async def test_the_workspace_starts_with_its_files_and_a_reset_restores_them(
     spec["task"]["initial_state"]["workspace_files"] = {"docs/rules.py": "checks/shared/order_rules.py"}
     response = await stub.register_trial(request_for(spec))
     assert response.success, response.error
-    workspace = runner.servicer.registry.get("t:0").workspace
+    workspace = runner.servicer.runner.registry.get("t:0").files.workspace
     assert workspace is not None
     seeded = workspace / "docs" / "rules.py"
     assert 'PAID = "paid"' in seeded.read_text()

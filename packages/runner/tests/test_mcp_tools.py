@@ -51,7 +51,7 @@ async def test_outcomes_are_classified(
         refused.tool_error is not None and refused.tool_error.category == ToolErrorCategory.INVALID_ARGUMENTS
     )
     assert json.loads(refused.tool_error.details_json)["jsonrpc_code"] == -32602
-    history = runner.servicer.registry.get("mcp_outcomes:0").history
+    history = runner.servicer.runner.registry.get("mcp_outcomes:0").history
     assert [r.error_category for r in history] == [None, "execution_failed", "invalid_arguments"]
 
 
@@ -87,8 +87,8 @@ async def test_writes_through_the_db_service_reach_the_mirror_and_reset_undoes_t
     await _start(stub, server_spec, "mcp_state:0")
     written = await call_tool("mcp_state:0", "set_balance", {"balance": 7}, "c1")
     assert written.status == ExecutionStatus.SUCCESS, written.error_message
-    trial = runner.servicer.registry.get("mcp_state:0")
-    assert trial.mirror.tables["wallet"]["me"] == {"balance": 7}  # reloaded: the version moved
+    trial = runner.servicer.runner.registry.get("mcp_state:0")
+    assert trial.state.mirror.tables["wallet"]["me"] == {"balance": 7}  # reloaded: the version moved
     state = await stub.get_state(GetStateRequest(trial_id="mcp_state:0"))
     assert json.loads(state.state_json)["wallet"]["me"] == {"balance": 7}
     assert (await stub.reset_trial(ResetTrialRequest(trial_id="mcp_state:0"))).success

@@ -57,7 +57,7 @@ async def workspace(runner: RunnerHandle, stub: RunnerServiceStub, server_spec: 
         "exec_bash",
         "exec_calculator",
     }
-    path = runner.servicer.registry.get("builtin:0").workspace
+    path = runner.servicer.runner.registry.get("builtin:0").files.workspace
     assert path is not None
     return path
 

@@ -43,7 +43,7 @@ async def test_handshake_schema_and_a_successful_call(
     response = await call_tool("prov_ok:0", "echo", {"text": "hi"}, "c1")
     assert response.status == ExecutionStatus.SUCCESS
     assert json.loads(response.output) == {"value": "hi"}
-    record = runner.servicer.registry.get("prov_ok:0").history[-1]
+    record = runner.servicer.runner.registry.get("prov_ok:0").history[-1]
     assert (record.status, record.attempts, record.error_category) == ("success", 1, None)
 
 
@@ -58,7 +58,7 @@ async def test_a_provider_exiting_mid_invoke_is_process_crashed_and_restarted(
     assert response.tool_error.category == ToolErrorCategory.PROCESS_CRASHED
     assert _details(response)["exit_code"] == 3
     assert response.metrics is not None and response.metrics.exit_code == 3
-    record = runner.servicer.registry.get("prov_crash:0").history[-1]
+    record = runner.servicer.runner.registry.get("prov_crash:0").history[-1]
     assert record.error_category == "process_crashed"
     # The next call runs on a fresh process.
     after = await _pid(runner, call_tool, "prov_crash:0", "c2")
@@ -93,7 +93,7 @@ async def test_retryable_failures_are_retried_only_behind_the_idempotent_gate(
     runner: RunnerHandle, stub: RunnerServiceStub, server_spec: SpecWith, call_tool: CallTool
 ) -> None:
     await _start(stub, server_spec, "prov_retry:0")
-    history = runner.servicer.registry.get("prov_retry:0").history
+    history = runner.servicer.runner.registry.get("prov_retry:0").history
 
     retried = await call_tool("prov_retry:0", "flaky_idempotent", {}, "c1")
     assert retried.status == ExecutionStatus.SUCCESS
@@ -114,7 +114,7 @@ async def test_concurrency_conflict_is_retried_serialized(
     await _start(stub, server_spec, "prov_conflict:0")
     response = await call_tool("prov_conflict:0", "conflict", {"key": "k1"}, "c1")
     assert response.status == ExecutionStatus.SUCCESS
-    assert runner.servicer.registry.get("prov_conflict:0").history[-1].attempts == 2
+    assert runner.servicer.runner.registry.get("prov_conflict:0").history[-1].attempts == 2
 
 
 async def test_cancelled_is_not_shown_as_a_failure(
@@ -124,7 +124,7 @@ async def test_cancelled_is_not_shown_as_a_failure(
     response = await call_tool("prov_cancel:0", "cancel", {}, "c1")
     assert response.status == ExecutionStatus.SUCCESS and response.tool_error is None
     assert "cancelled" in response.output
-    assert runner.servicer.registry.get("prov_cancel:0").history[-1].error_category == "cancelled"
+    assert runner.servicer.runner.registry.get("prov_cancel:0").history[-1].error_category == "cancelled"
 
 
 async def test_protocol_violations_are_unknown_with_details(

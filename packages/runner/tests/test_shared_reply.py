@@ -17,7 +17,7 @@ from tolokaforge.contracts.runner import (
 )
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.runner import RunnerSettings, start_runner
-from tolokaforge.runner.edge.reply_wire import ReplyCodec, send_unchanged
+from tolokaforge.runner.edge.reply_wire import SendOnceCodec, send_unchanged
 
 from .conftest import fixture_server, make_spec
 
@@ -80,7 +80,7 @@ def _reply(description: str) -> RegisterTrialResponse:
 
 
 def test_a_marked_reply_is_encoded_once_and_an_unmarked_one_each_time() -> None:
-    codec = ReplyCodec()
+    codec = SendOnceCodec()
     marked, plain = _reply("before"), _reply("before")
     send_unchanged(marked)
     first = codec.encode(marked, RegisterTrialResponse)
@@ -103,7 +103,7 @@ def test_a_mark_goes_with_its_message() -> None:
     gc.collect()
     assert key not in reply_wire._WIRE  # pyright: ignore[reportPrivateUsage]
     # A new message that happens to get the freed one's id is not taken for it.
-    codec = ReplyCodec()
+    codec = SendOnceCodec()
     fresh = _reply("fresh")
     assert RegisterTrialResponse.FromString(codec.encode(fresh, RegisterTrialResponse)) == _reply("fresh")
 
@@ -111,7 +111,7 @@ def test_a_mark_goes_with_its_message() -> None:
 async def test_the_reply_is_built_once_per_task_and_only_for_shared_tools() -> None:
     handle = await start_runner(RunnerSettings(isolation="thread"), serve=False)
     try:
-        stub = handle.in_process_stub()
+        stub = handle.servicer
         task_json, digest = _task("once", tool_code=_code_as_files())
         first = await stub.register_trial(_request("once:0", digest, task_json))
         second = await stub.register_trial(_request("once:1", digest))

@@ -25,7 +25,7 @@ from tolokaforge.contracts.runner import (
 )
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.runner import RunnerHandle
-from tolokaforge.runner.trials.task_cache import TaskCache
+from tolokaforge.runner.edge.task_wire import TaskWire
 
 from .conftest import Episode, make_spec
 
@@ -201,7 +201,7 @@ async def test_a_restarted_runner_asks_for_the_task_again(
 ) -> None:
     task_json, digest = _task("evicted")
     assert (await stub.register_trial(_request("evicted:0", digest, task_json))).success
-    runner.servicer.registry.tasks = TaskCache()  # forgotten, as by a restart or an eviction
+    runner.servicer.tasks = TaskWire()  # forgotten, as by a restart or an eviction
     answer = await stub.register_trial(_request("evicted:1", digest))
     assert answer.error_kind == RegistrationErrorKind.TASK_NOT_CACHED
     assert (await stub.register_trial(_request("evicted:1", digest, task_json))).success
@@ -219,7 +219,7 @@ async def test_forked_workers_start_from_the_shared_initial_state_and_get_only_t
     assert json.loads(other.output)["status"] == "open"
 
     # The zygote read the task's initial tables once, from one file, whatever the number of trials.
-    zygotes = runner.servicer.registry.executor.isolated.zygotes
+    zygotes = runner.servicer.runner.registry.executor.isolated.zygotes
     assert zygotes is not None
     files = list((zygotes.directory / "states").glob("*.json"))
     assert [json.loads(file.read_text()) for file in files] == [
@@ -227,12 +227,12 @@ async def test_forked_workers_start_from_the_shared_initial_state_and_get_only_t
     ]
 
     # A fresh worker of the trial that wrote starts from that copy plus the table it changed.
-    trial = runner.servicer.registry.get("based:0")
-    assert trial.workers is not None
-    for pid in trial.workers.pids():
+    trial = runner.servicer.runner.registry.get("based:0")
+    assert trial.processes.workers is not None
+    for pid in trial.processes.workers.pids():
         os.kill(pid, signal.SIGKILL)
     for _ in range(250):
-        if not any(worker.alive for worker in trial.workers.live()):
+        if not any(worker.alive for worker in trial.processes.workers.live()):
             break
         await asyncio.sleep(0.02)
     again = await call_tool("based:0", "get_order", {"order_id": "O-1"}, "c2")

@@ -19,10 +19,12 @@ from tolokaforge.contracts.runner import (
     RegistrationErrorKind,
     RunnerServiceStub,
 )
+from tolokaforge.core.models import TrialSpec
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.runner import RunnerHandle
+from tolokaforge.runner.edge.task_wire import TaskParts, TaskWire
 from tolokaforge.runner.tools.code_loader import load_code
-from tolokaforge.runner.trials.task_cache import TaskCache, TaskParts
+from tolokaforge.runner.trials.task_cache import TaskCache
 
 from .conftest import FIXTURES, initial_tables, make_spec
 
@@ -139,7 +141,7 @@ async def test_a_restarted_runner_asks_for_the_parts_again(
 ) -> None:
     wire = Wire("restarted")
     assert (await stub.register_trial(wire.request("restarted:0"))).success
-    runner.servicer.registry.tasks = TaskCache()  # forgotten, as by a restart
+    runner.servicer.tasks = TaskWire()  # forgotten, as by a restart
     answer = await stub.register_trial(Wire("other").request("other:0", code=False, tables=False))
     assert answer.error_kind == RegistrationErrorKind.PART_NOT_CACHED
     answer = await stub.register_trial(wire.request("restarted:1", task=False, code=False, tables=False))
@@ -187,28 +189,32 @@ async def test_parts_that_disagree_are_invalid_specs(
     assert expected in answer.error
 
 
-def test_a_kept_part_is_parsed_and_hashed_once_for_every_task(monkeypatch: pytest.MonkeyPatch) -> None:
-    cache = TaskCache()
+def test_a_kept_part_is_parsed_and_hashed_once_for_every_task() -> None:
+    wire, cache = TaskWire(), TaskCache()
     first, second = Wire("one"), Wire("two", system_prompt="two")
 
-    def resolve(wire: Wire, trial_id: str, *, parts: bool) -> Any:
-        request = wire.request(trial_id, code=parts, tables=parts)
-        return cache.resolve(
+    def decode(sent: Wire, trial_id: str) -> TrialSpec:
+        request = sent.request(trial_id, code=True, tables=True)
+        return wire.decode(
             request.trial_spec_json,
             request.task_json,
             request.task_digest,
             TaskParts(request.code_json, request.code_digest, request.tables_json, request.tables_digest),
-        )[1]
+        )
 
-    one = resolve(first, "one:0", parts=True)
+    one_spec = decode(first, "one:0")
+    one = cache.known(one_spec.task)
     assert one.full_hash is None  # nothing hashed yet: the store hashes the first trial's state
-    cache.settle(one, "f" * 64)
+    cache.settle(one_spec.task, one, "f" * 64)
     # Sent again by a registration that raced the first: the kept part is used, its text not read.
-    two = resolve(second, "two:0", parts=True)
-    assert two.task.tool_code is one.task.tool_code
+    two_spec = decode(second, "two:0")
+    two = cache.known(two_spec.task)
+    assert two_spec.task.tool_code is one_spec.task.tool_code
     assert two.initial is one.initial
     assert two.full_hash == "f" * 64  # known from the first task: the second task's state is not hashed
-    assert two.task.initial_state.tables == initial_tables()
+    assert two_spec.task.initial_state.tables == initial_tables()
+    # The same digest again is the same task object: what the runner learnt about it is found by it.
+    assert decode(first, "one:1").task is one_spec.task
 
 
 async def test_the_code_part_is_written_out_and_digested_once(

@@ -321,7 +321,7 @@ async def test_env_assertions_see_the_agents_final_state_and_leave_it_unchanged(
     assert written.status == ExecutionStatus.SUCCESS, written.error_message
     state = json.loads((await _state(stub, "t:0"))[0])
     assert state["orders"]["O-2"]["status"] == "open" and state["orders"]["O-1"]["status"] == "cancelled"
-    assert runner.servicer.registry.get("t:0").mirror.tables == state
+    assert runner.servicer.runner.registry.get("t:0").state.mirror.tables == state
 
 
 async def test_an_assertion_that_does_not_hold_scores_zero_naming_what_it_got(

@@ -144,7 +144,7 @@ async def test_a_reported_error_commits_its_changes_and_answers_error(trial: Tri
     # What runs the tools holds the change too: the next call sees it.
     seen = await trial.call("notes", {}, "c2")
     assert (seen.status, seen.output) == (ExecutionStatus.SUCCESS, "kept")
-    record = trial.runner.servicer.registry.get(trial.trial_id).history[0]
+    record = trial.runner.servicer.runner.registry.get(trial.trial_id).history[0]
     assert (record.call_id, record.tool_name, record.status) == ("c1", "refuse", "error")
     assert record.arguments == {"text": "kept", "message": "flight HAT001 is full"}
     assert (record.output, record.error_message, record.error_category) == (
@@ -190,7 +190,7 @@ async def test_unchecked_arguments_reach_the_tool_whose_own_error_is_the_answer(
     typed = await trial.call("add_note_unchecked", {"text": 7}, "c3")
     assert typed.status == ExecutionStatus.SUCCESS, typed.error_message
     assert await trial.notes() == [7]
-    history = trial.runner.servicer.registry.get(trial.trial_id).history
+    history = trial.runner.servicer.runner.registry.get(trial.trial_id).history
     assert history[1].arguments == {"txt": "x"}
 
 
@@ -234,7 +234,7 @@ async def test_calling_a_hidden_tool_is_answered_as_calling_no_tool(
     assert refused.error_message.replace(repr(hidden), repr(unknown)) == absent.error_message
     assert "seed" not in refused.error_message.replace(repr(hidden), "")
     assert await trial.notes() == []
-    history = trial.runner.servicer.registry.get(trial.trial_id).history
+    history = trial.runner.servicer.runner.registry.get(trial.trial_id).history
     assert [(r.tool_name, r.status) for r in history] == [
         (hidden, "tool_not_found"),
         (unknown, "tool_not_found"),

@@ -19,11 +19,11 @@ async def test_trial_ids_differing_in_punctuation_get_their_own_workspaces(
     spec_factory: Callable[..., dict[str, Any]],
     request_for: Callable[..., RegisterTrialRequest],
 ) -> None:
-    registry = runner.servicer.registry
+    registry = runner.servicer.runner.registry
     places: list[Path] = []
     for trial_id in IDS:
         assert (await stub.register_trial(request_for(spec_factory(trial_id, task_id="ws")))).success
-        workspace = registry.get(trial_id).workspace
+        workspace = registry.get(trial_id).files.workspace
         assert workspace is not None
         (workspace / "mine.txt").write_text(trial_id)
         places.append(workspace)

@@ -128,6 +128,7 @@ def test_each_breakage_fails_its_item_naming_the_problem(
     resolve = run.section(item(MISSING_TOOL, "resolve"))
     assert "golden_actions[1] 'get_product_detailz' resolves to no registered agent tool" in resolve
     assert "registered agent tools: " in resolve and "get_product_details" in resolve
+    assert "CheckFailure" not in resolve  # the check's own account, not a traceback through the plugin
     assert "get_product_detailz" in run.section(item(MISSING_TOOL, "golden"))
 
     golden = run.section(item(WRONG_ARGUMENT, "golden"))

@@ -49,7 +49,7 @@ async def any_runner(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
 
 
 async def _register(runner: RunnerHandle, trial_id: str, **server_fields: Any) -> None:
-    stub = runner.in_process_stub()
+    stub = runner.servicer
     server = {"name": "exec", "protocol": "provider", "command": EXEC, "enabled": ["bash"], **server_fields}
     spec = {
         "trial_id": trial_id,
@@ -72,7 +72,7 @@ async def _register(runner: RunnerHandle, trial_id: str, **server_fields: Any) -
 
 
 async def _bash(runner: RunnerHandle, trial_id: str, command: str) -> str:
-    reply = await runner.in_process_stub().execute_tool(
+    reply = await runner.servicer.execute_tool(
         ExecuteToolRequest(
             trial_id=trial_id,
             tool_name="bash",
@@ -88,8 +88,8 @@ async def _bash(runner: RunnerHandle, trial_id: str, command: str) -> str:
 async def test_the_shell_sees_its_workspace_and_nothing_it_should_not(runner: RunnerHandle) -> None:
     await _register(runner, "a:0")
     await _register(runner, "b:0")
-    workspace_a = runner.servicer.registry.get("a:0").workspace
-    workspace_b = runner.servicer.registry.get("b:0").workspace
+    workspace_a = runner.servicer.runner.registry.get("a:0").files.workspace
+    workspace_b = runner.servicer.runner.registry.get("b:0").files.workspace
     assert workspace_a is not None and workspace_b is not None
     assert await _bash(runner, "a:0", "pwd") == str(workspace_a)
     # The shell's own files are not in the workspace, where graders would read them.
@@ -118,7 +118,7 @@ async def test_the_shell_sees_its_workspace_and_nothing_it_should_not(runner: Ru
 
 async def test_cleanup_leaves_no_process_of_the_trial(any_runner: RunnerHandle) -> None:
     # Without the sandbox too: no pid namespace or cgroup ends the shell there, the provider does.
-    stub = any_runner.in_process_stub()
+    stub = any_runner.servicer
     await _register(any_runner, "c:0")
     # An odd duration marks this trial's sleepers among the machine's processes.
     await _bash(any_runner, "c:0", "export A=1; (sleep 4242 &) ; sleep 4243 & echo started")
@@ -145,7 +145,7 @@ async def test_the_tool_servers_timeout_is_the_commands_deadline(runner: RunnerH
     # bash declares no timeout of its own: the server's (a terminal task's loader sets one) applies.
     await _register(runner, "d:0", timeout_s=1.5)
     await _bash(runner, "d:0", "cd /tmp && export KEPT=1")
-    reply = await runner.in_process_stub().execute_tool(
+    reply = await runner.servicer.execute_tool(
         ExecuteToolRequest(
             trial_id="d:0",
             tool_name="bash",
@@ -158,5 +158,5 @@ async def test_the_tool_servers_timeout_is_the_commands_deadline(runner: RunnerH
     assert reply.tool_error is not None and "deadline of 1.35s" in reply.tool_error.message
     assert json.loads(reply.tool_error.details_json)["stdout"] == "begun\n"
     # The next call gets a fresh shell, in the workspace, in the same sandbox.
-    workspace = runner.servicer.registry.get("d:0").workspace
+    workspace = runner.servicer.runner.registry.get("d:0").files.workspace
     assert await _bash(runner, "d:0", 'echo "[$KEPT]"; pwd') == f"[]\n{workspace}"

@@ -1,4 +1,4 @@
-"""τ²'s own evaluator on an exported run, compared with our grades: issue #34's parity proof, reusable.
+"""τ²'s own evaluator on an exported run, compared with our grades: the parity proof, reusable.
 
     from .parity import assert_tau2_parity, tau2_disagreements
 

@@ -18,9 +18,9 @@ import orjson
 import pytest
 from pydantic import BaseModel
 
-from tolokaforge.core.tool_result import ReportedError
 from tolokaforge.host.packs.tau2 import worker_tools
 from tolokaforge.runner.state.cow import CowTables, apply_changes
+from tolokaforge.sdk.tool_result import ReportedError
 
 tau2_message = pytest.importorskip("tau2.data_model.message")
 

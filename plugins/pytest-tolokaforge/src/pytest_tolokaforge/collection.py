@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from _pytest._code.code import TerminalRepr
 
 from tolokaforge.contracts.tool import OperationSchema
 from tolokaforge.host import LoadedTask, PackProblem, PackReport
@@ -187,7 +186,8 @@ class RunnerNode(pytest.Collector):
 
 
 class _CheckRun(pytest.Item):
-    """An item that runs one check on the session's loop and fails with the check's own account."""
+    """An item that runs one check on the session's loop and fails with the check's own account (its
+    report: plugin.py's pytest_runtest_makereport)."""
 
     _run: RunCheck
 
@@ -198,13 +198,6 @@ class _CheckRun(pytest.Item):
             self.user_properties.append(("tolokaforge_reason", failure.summary))
             raise
         self.user_properties.extend(("tolokaforge_note", note) for note in notes)
-
-    def repr_failure(
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: str | None = None
-    ) -> str | TerminalRepr:
-        if isinstance(excinfo.value, CheckFailure):
-            return excinfo.value.details
-        return super().repr_failure(excinfo, style=style)  # pyright: ignore[reportArgumentType]
 
 
 class CheckItem(_CheckRun):

@@ -11,7 +11,7 @@ __all__ = ["CheckFailure"]
 
 
 class CheckFailure(Exception):
-    """A check found a broken contract. ``str()`` is the summary line; ``details`` is what repr_failure shows."""
+    """A check found a broken contract. ``str()`` is the summary line; ``details`` is what the failed item reports."""
 
     def __init__(self, summary: str, details: str = "") -> None:
         super().__init__(summary)

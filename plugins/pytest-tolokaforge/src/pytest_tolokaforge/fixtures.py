@@ -26,6 +26,7 @@ from tolokaforge.contracts.runner import (
     ToolSchema,
 )
 from tolokaforge.core.models import TaskDescription
+from tolokaforge.core.runner_api import RunnerError
 from tolokaforge.core.transcript import (
     AssistantMessage,
     Message,
@@ -133,7 +134,7 @@ class Trial:
         """CleanupTrial (idempotent)."""
         if not self.closed:
             self.closed = True
-            self.runner.run(self.runner.connection.client.cleanup(self.trial_id))
+            self.runner.run(self.runner.connection.client.release(self.trial_id))
 
 
 @dataclass
@@ -149,7 +150,7 @@ class TrialFactory:
         spec = build_trial_spec(task, run_id=RUN_ID, trial_index=self.runner.session.next_trial_index())
         try:
             registered = self.runner.run(self.runner.connection.client.register(spec))
-        except HostError as error:
+        except (HostError, RunnerError) as error:
             raise AssertionError(f"RegisterTrial {spec.trial_id}: {error}") from error
         messages: list[Message] = []
         if task.system_prompt:

@@ -18,7 +18,8 @@ from collections.abc import Generator
 
 import pytest
 
-from .collection import CheckItem, PackNode, TaskNode, session_nodes
+from .collection import CheckItem, PackNode, ProviderItem, TaskNode, session_nodes
+from .errors import CheckFailure
 from .fixtures import tolokaforge_pack, tolokaforge_packs, tolokaforge_runner, tolokaforge_trial
 from .options import TASK_CHECKS, add_options, read_settings
 from .ray_checks import RAY_KEY, RayChecks
@@ -59,6 +60,23 @@ def pytest_make_collect_report(
     state = collector.config.stash.get(SESSION_KEY, None)
     if state is not None and isinstance(collector, pytest.Session) and report.passed:
         report.result.extend(session_nodes(collector, state))
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A check that finds a broken contract is reported in its own words: a traceback into the check
+    would tell a pack author nothing."""
+    report = yield
+    failure = call.excinfo.value if call.excinfo is not None else None
+    if (
+        call.when == "call"
+        and isinstance(item, CheckItem | ProviderItem)
+        and isinstance(failure, CheckFailure)
+    ):
+        report.longrepr = failure.details
     return report
 
 

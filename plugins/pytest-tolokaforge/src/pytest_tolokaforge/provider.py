@@ -39,13 +39,13 @@ from tolokaforge.contracts.tool import (
     ToolProviderServiceStub,
 )
 from tolokaforge.core.credentials import bearer, new_token
-from tolokaforge.core.providers import (
+from tolokaforge.runner import ChildProcess
+from tolokaforge.sdk.providers import (
     PROVIDER_RESERVED_ENV,
     PROVIDER_TOKEN_FD_ENV,
     Handshake,
     HandshakeError,
 )
-from tolokaforge.runner import ChildProcess
 
 __all__ = [
     "HANDSHAKE_DEADLINE_S",

@@ -1,9 +1,8 @@
 """Golden replays: the golden agent driven through a real trial, with the end state captured.
 
-Composed from the host's own parts -- ``build_trial_spec``, ``RunnerClient.register``, the trial loop
-``run_episode`` with the ``GoldenAgent`` and the scripted user, ``encode_transcript_wire`` and
-``RunnerClient.grade`` -- plus one GetState(include_unstable) before grading, which the determinism
-check compares. The conductor runs the same steps but cleans up before anyone could read the state.
+Composed from the host's own parts -- ``build_trial_spec``, the Runner interface's ``register``, the
+trial loop ``run_episode`` with the ``GoldenAgent`` and the scripted user, and ``grade`` -- plus one
+GetState(include_unstable) before grading, which the determinism check compares. The conductor runs the same steps but cleans up before anyone could read the state.
 
 :func:`judged_task` turns a task into the form the golden path can be judged on: without a
 ``golden_response`` nothing the golden agent says is meaningful, so the rules about what the agent
@@ -21,8 +20,8 @@ from typing import Any, cast
 
 from tolokaforge.contracts.runner import GetStateRequest, Grade
 from tolokaforge.core.models import MOCK_JUDGE_MODEL, ComponentName, JudgeModelConfig, TaskDescription
+from tolokaforge.core.runner_api import GradeRequest, GradingFailedError, RunnerError, TrialLostError
 from tolokaforge.core.termination import GRADEABLE_TERMINATION_REASONS
-from tolokaforge.core.transcript import encode_transcript_wire
 from tolokaforge.host import (
     Episode,
     GoldenAgentFactory,
@@ -92,7 +91,7 @@ async def golden_replay(session: ToloSession, task: TaskDescription, *, grade: b
     replay = GoldenReplay(trial_id=spec.trial_id, started=time.monotonic())
     try:
         replay.registered = await client.register(spec)
-    except HostError as error:
+    except (HostError, RunnerError) as error:
         replay.error = str(error)
         return replay
     try:
@@ -122,19 +121,18 @@ async def golden_replay(session: ToloSession, task: TaskDescription, *, grade: b
             )
             return replay
         assert episode.termination is not None
-        response = await client.grade(
-            spec.trial_id, encode_transcript_wire(episode.messages), episode.termination.value
-        )
-        if not response.success or response.grade is None:
-            replay.error = f"GradeTrial failed: {response.error or 'success=false with no error'}"
+        try:
+            result = await client.grade(GradeRequest(spec.trial_id, episode.messages, episode.termination))
+        except (GradingFailedError, TrialLostError) as error:
+            replay.error = f"GradeTrial failed: {error}"
         else:
-            replay.grade = response.grade
+            replay.grade = result.grade
         return replay
-    except HostError as error:
+    except (HostError, RunnerError) as error:
         replay.error = str(error)
         return replay
     finally:
         try:
-            await client.cleanup(spec.trial_id)
-        except HostError as error:
+            await client.release(spec.trial_id)
+        except (HostError, RunnerError) as error:
             replay.error = replay.error or f"CleanupTrial failed: {error}"

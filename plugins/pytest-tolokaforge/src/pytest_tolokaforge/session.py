@@ -29,7 +29,8 @@ from grpclib.client import Channel
 
 from tolokaforge.contracts.runner import RunnerServiceStub
 from tolokaforge.core.credentials import CredentialError, authorize_channel, client_token
-from tolokaforge.host import HostError, PackReport, RunnerClient, inspect_pack, parse_address
+from tolokaforge.core.runner_api import RunnerError
+from tolokaforge.host import GrpcRunner, HostError, PackReport, inspect_pack, parse_address
 
 from .errors import CheckFailure
 from .options import Settings
@@ -58,7 +59,7 @@ class RunnerConnection:
 
     address: str
     embedded: bool
-    client: RunnerClient
+    client: GrpcRunner
     stub: RunnerServiceStub
 
 
@@ -127,7 +128,7 @@ class ToloSession:
             if self._connection is None:
                 try:
                     self._connection = await self._open()
-                except (HostError, OSError, _SetupError) as error:
+                except (HostError, RunnerError, OSError, _SetupError) as error:
                     where = self.settings.runner or "the embedded runner"
                     self._connect_error = f"cannot use the runner ({where}): {error}"
                     raise CheckFailure(self._connect_error) from error
@@ -144,7 +145,7 @@ class ToloSession:
         await client.health()  # fail here, once, when the runner is not there
         return RunnerConnection(client.address, self.settings.runner is None, client, stub)
 
-    async def _embedded(self, stack: contextlib.AsyncExitStack) -> tuple[RunnerClient, Channel]:
+    async def _embedded(self, stack: contextlib.AsyncExitStack) -> tuple[GrpcRunner, Channel]:
         """An embedded runner serving on a loopback port (the fixtures' raw stub talks gRPC to it too),
         closed with ``stack``; the host's client of it and the raw stub's channel, both with its token."""
         from tolokaforge.runner import SandboxUnavailable, start_runner
@@ -154,15 +155,15 @@ class ToloSession:
         except SandboxUnavailable as error:  # the machine lacks a layer: a setup error, said in one line
             raise _SetupError(str(error)) from error
         stack.push_async_callback(handle.close)
-        client = RunnerClient(
+        client = GrpcRunner.connect(
             handle.host, handle.port, transport_budget_s=_TRANSPORT_BUDGET_S, token=handle.token
         )
-        stack.callback(client.close)
+        stack.push_async_callback(client.aclose)
         channel = handle.channel()
         stack.callback(channel.close)
         return client, channel
 
-    def _external(self, stack: contextlib.AsyncExitStack, address: str) -> tuple[RunnerClient, Channel]:
+    def _external(self, stack: contextlib.AsyncExitStack, address: str) -> tuple[GrpcRunner, Channel]:
         """The host's client of the runner at ``address`` and the raw stub's channel, closed with
         ``stack``, both presenting its token."""
         host, port = parse_address(address)
@@ -172,8 +173,8 @@ class ToloSession:
             )
         except CredentialError as error:
             raise _SetupError(str(error)) from error
-        client = RunnerClient(host, port, transport_budget_s=_TRANSPORT_BUDGET_S, token=token)
-        stack.callback(client.close)
+        client = GrpcRunner.connect(host, port, transport_budget_s=_TRANSPORT_BUDGET_S, token=token)
+        stack.push_async_callback(client.aclose)
         channel = Channel(host, port)
         authorize_channel(channel, token)
         stack.callback(channel.close)

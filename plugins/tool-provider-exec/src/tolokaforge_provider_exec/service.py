@@ -24,7 +24,7 @@ from tolokaforge.contracts.tool import (
     ToolErrorCategory,
     ToolKind,
 )
-from tolokaforge.core.providers import ProviderBase
+from tolokaforge.sdk.providers import ProviderBase
 
 from .bash import BASH, invoke_bash
 from .calculator import CALCULATOR, CalculatorError, evaluate

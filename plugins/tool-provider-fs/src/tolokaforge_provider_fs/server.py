@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tolokaforge.core.providers import PROVIDER_PROTOCOL_VERSION, run_provider
+from tolokaforge.sdk.providers import PROVIDER_PROTOCOL_VERSION, run_provider
 
 from .service import FsProvider
 

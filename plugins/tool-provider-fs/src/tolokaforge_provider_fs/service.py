@@ -15,7 +15,7 @@ from tolokaforge.contracts.tool import (
     ToolError,
     ToolErrorCategory,
 )
-from tolokaforge.core.providers import PROVIDER_PROTOCOL_VERSION, ProviderBase
+from tolokaforge.sdk.providers import PROVIDER_PROTOCOL_VERSION, ProviderBase
 
 from . import files, grep, tree
 from .arguments import checked_arguments

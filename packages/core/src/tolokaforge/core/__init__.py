@@ -1,9 +1,17 @@
 """Tolokaforge core: what host, runner and db-service share (protocol version, models, algorithms).
 
-Imports flow down only: ``tolokaforge.contracts`` <- ``tolokaforge.core`` <- {db, runner, host}.
+Imports flow down only: ``tolokaforge.contracts`` <- ``tolokaforge.core`` <- sdk <- {db, runner, host}.
+
+Packs written for the public Tolokaforge import the authoring API as ``tolokaforge.core.tools_interface``
+and ``tolokaforge.core.grading.checks_*``. Those modules belong to tolokaforge-sdk, which ships them in a
+``tolokaforge/core`` folder of its own; extending ``__path__`` lets this package find them there when
+the two distributions are installed in different places (in development each is its own ``src``).
+Nothing here imports them: core works without the SDK.
 """
 
 from __future__ import annotations
+
+from pkgutil import extend_path
 
 from .errors import (
     DuplicateToolCallIdError,
@@ -41,6 +49,8 @@ from .transcript import (
     encode_transcript_wire,
     split_leading_system_message,
 )
+
+__path__ = extend_path(__path__, __name__)
 
 __all__ = [
     "ENGINE_PROTOCOL_VERSION",

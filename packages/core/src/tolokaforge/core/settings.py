@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NoReturn, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticUndefined
 
 __all__ = ["SettingsError", "env_var", "exit_on_settings_error", "parse_settings"]
 
@@ -61,7 +60,8 @@ def _parser(prog: str, description: str, model: type[BaseModel], prefix: str) ->
     for name, field in model.model_fields.items():
         default = field.default
         shown = "required" if field.is_required() else f"default: {default}"
-        if default is None or default is PydanticUndefined:
+        # A default made per instance (default_factory) has no one value to show.
+        if default is None or field.default_factory is not None:
             shown = "required" if field.is_required() else "default: unset"
         parser.add_argument(
             _flag(name),

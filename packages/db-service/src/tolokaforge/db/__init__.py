@@ -24,6 +24,7 @@ from .errors import (
     StoreUnreachableError,
     UnauthorizedError,
     ValidationFailedError,
+    VersionConflictError,
 )
 from .http_client import HttpStateClient
 from .local_client import LocalStateClient
@@ -54,6 +55,7 @@ __all__ = [
     "TrialInit",
     "UnauthorizedError",
     "ValidationFailedError",
+    "VersionConflictError",
     "VersionedState",
     "create_app",
     "serve_app",

@@ -13,9 +13,10 @@ deleted and created again (a different incarnation) is never served stale; the e
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from cachetools import LRUCache
 
 from tolokaforge.db.store import Hashes
 from tolokaforge.db.tables import Chunk, Table
@@ -77,8 +78,7 @@ class ChunkCache:
     """Trial entries, least recently used dropped first beyond ``max_trials``."""
 
     def __init__(self, max_trials: int = 256) -> None:
-        self._max = max_trials
-        self._entries: OrderedDict[str, TrialEntry] = OrderedDict()
+        self._entries: LRUCache[str, TrialEntry] = LRUCache(maxsize=max_trials)
 
     def get(self, trial_id: str, incarnation: str, version: int) -> TrialEntry:
         """The entry for exactly this incarnation and version; a new, empty one if this process's is stale."""
@@ -86,13 +86,11 @@ class ChunkCache:
         if entry is None or entry.incarnation != incarnation or entry.version != version:
             entry = TrialEntry(incarnation, version)
             self._entries[trial_id] = entry
-            if len(self._entries) > self._max:
-                self._entries.popitem(last=False)
-        self._entries.move_to_end(trial_id)
         return entry
 
     def peek(self, trial_id: str, incarnation: str, version: int) -> TrialEntry | None:
-        """The entry for exactly this incarnation and version, or None; never replaces one."""
+        """The entry for exactly this incarnation and version, or None; never replaces one (a found
+        one counts as used, like one :meth:`get` returns)."""
         entry = self._entries.get(trial_id)
         if entry is None or entry.incarnation != incarnation or entry.version != version:
             return None

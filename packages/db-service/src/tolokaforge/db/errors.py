@@ -5,7 +5,8 @@
     ├── UnauthorizedError          401  no token, or not the service's
     ├── ForbiddenError             403  a trial-scoped door asked for another trial (the runner's gateway)
     ├── NotFoundError              404  unknown trial, table, snapshot or record
-    ├── ConflictError              409  trial/snapshot exists, key taken, ambiguous selector, stale version
+    ├── ConflictError              409  trial/snapshot exists, key taken, ambiguous selector
+    │   └── VersionConflictError   409  a write's expected_version is not the trial's (someone moved it)
     ├── PayloadTooLargeError       413  body over the size limit
     ├── ValidationFailedError      422  parses but violates the contract (or a table's record schema)
     └── StoreUnreachableError      (client side only) no answer: refused, reset, timed out, reply lost
@@ -28,6 +29,7 @@ __all__ = [
     "StoreUnreachableError",
     "UnauthorizedError",
     "ValidationFailedError",
+    "VersionConflictError",
 ]
 
 
@@ -69,6 +71,14 @@ class NotFoundError(DBServiceError):
 class ConflictError(DBServiceError):
     code = "conflict"
     status = 409
+
+
+class VersionConflictError(ConflictError):
+    """The trial is at another version than the write expected: someone else changed it meanwhile.
+
+    Answered as any 409; the body's ``details`` carry ``version`` and ``expected_version``, which is how a
+    client tells it from the other conflicts.
+    """
 
 
 class PayloadTooLargeError(DBServiceError):

@@ -30,6 +30,7 @@ from tolokaforge.db.errors import (
     StoreUnreachableError,
     UnauthorizedError,
     ValidationFailedError,
+    VersionConflictError,
 )
 from tolokaforge.db.spec import ApiSpec
 from tolokaforge.db.wire import dump_body
@@ -59,6 +60,8 @@ def _error(status: int, body: bytes) -> DBServiceError:
     except (ValueError, AttributeError, TypeError):
         message, details = body[:200].decode("utf-8", "replace"), {}
     cls = _BY_STATUS.get(status, DBServiceError)
+    if cls is ConflictError and "expected_version" in details:
+        cls = VersionConflictError
     return cls(
         message or f"HTTP {status}", {**details, "status": status} if cls is DBServiceError else details
     )

@@ -19,8 +19,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any, cast
 
-import fastjsonschema  # pyright: ignore[reportMissingTypeStubs]
-
+from tolokaforge.core.fast_schema import SchemaRefusal
 from tolokaforge.db.spec import ApiSpec
 
 __all__ = ["InitCheck"]
@@ -79,7 +78,7 @@ class InitCheck:
                 return False
         try:
             self._spec.fast_validator("InitRequest")({**body, "tables": emptied})
-        except fastjsonschema.JsonSchemaException:  # pyright: ignore[reportUnknownMemberType]
+        except SchemaRefusal:
             return False
         return True
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from tolokaforge.db.errors import ConflictError, NotFoundError
+from cachetools import LRUCache
+
+from tolokaforge.db.errors import ConflictError, NotFoundError, VersionConflictError
 from tolokaforge.db.operations import TableChange, apply_changes
 from tolokaforge.db.record_schemas import RecordValidator
 from tolokaforge.db.state import TrialState
@@ -60,7 +61,7 @@ class MemoryStore:
         # fields: those decide the stable hash); plus the few most recent.
         self._initial: weakref.WeakValueDictionary[str, TrialState] = weakref.WeakValueDictionary()
         self._variants: weakref.WeakValueDictionary[_Variant, TrialState] = weakref.WeakValueDictionary()
-        self._recent: OrderedDict[str, TrialState] = OrderedDict()
+        self._recent: LRUCache[str, TrialState] = LRUCache(maxsize=RECENT_INITIAL_STATES)
 
     async def start(self) -> None:
         return None
@@ -92,9 +93,6 @@ class MemoryStore:
         self._initial.setdefault(full_hash, state)
         self._variants.setdefault((full_hash, _variant(state.unstable)), state)
         self._recent[full_hash] = self._initial[full_hash]
-        self._recent.move_to_end(full_hash)
-        while len(self._recent) > RECENT_INITIAL_STATES:
-            self._recent.popitem(last=False)
 
     async def initial_tables(self, full_hash: str) -> Mapping[str, Table]:
         return self._initial_state(full_hash).tables
@@ -144,7 +142,7 @@ class MemoryStore:
     ) -> tuple[int, int]:
         trial = self._trial(trial_id)
         if expected_version is not None and expected_version != trial.version:
-            raise ConflictError(
+            raise VersionConflictError(
                 f"trial {trial_id!r} is at version {trial.version}, not {expected_version}",
                 {"version": trial.version, "expected_version": expected_version},
             )

@@ -16,11 +16,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from tolokaforge.core.json_values import json_equal
 from tolokaforge.db.errors import ConflictError, NotFoundError, ValidationFailedError
 from tolokaforge.db.record_schemas import RecordValidator
 from tolokaforge.db.tables import KeyedTable, ListTable, Record, Table
 
-__all__ = ["TableChange", "apply_changes", "json_equal"]
+__all__ = ["TableChange", "apply_changes"]
 
 _SELECTORS = ("key", "index", "where")
 
@@ -31,25 +32,6 @@ class TableChange:
 
     table_name: str
     operations: Sequence[Mapping[str, Any]]
-
-
-def json_equal(left: Any, right: Any) -> bool:
-    """Equality of JSON values: ``true`` is not ``1``, ``1`` equals ``1.0``, objects compare by members."""
-    if isinstance(left, bool) or isinstance(right, bool) or left is None or right is None:
-        return left is right
-    if isinstance(left, int | float) and isinstance(right, int | float):
-        return left == right
-    if isinstance(left, str) or isinstance(right, str):
-        return type(left) is type(right) and left == right
-    if isinstance(left, list) and isinstance(right, list):
-        lhs, rhs = cast(list[Any], left), cast(list[Any], right)
-        return len(lhs) == len(rhs) and all(map(json_equal, lhs, rhs))
-    if isinstance(left, dict) and isinstance(right, dict):
-        lmap, rmap = cast(dict[str, Any], left), cast(dict[str, Any], right)
-        return lmap.keys() == rmap.keys() and all(
-            json_equal(value, rmap[name]) for name, value in lmap.items()
-        )
-    return False
 
 
 class _Batch:

@@ -17,18 +17,16 @@ to the full validation's verdicts).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+import functools
 from functools import cached_property
 from typing import Any, cast
 
-import fastjsonschema  # pyright: ignore[reportMissingTypeStubs]
-
+from tolokaforge.core.fast_schema import SchemaRefusal, Validator, compiled_validator
 from tolokaforge.db.spec import ApiSpec
 
 __all__ = ["PatchCheck"]
 
 _OPERATION = "Operation"
-_Validator = Callable[[Any], Any]
 
 
 class PatchCheck:
@@ -36,14 +34,14 @@ class PatchCheck:
 
     def __init__(self, spec: ApiSpec) -> None:
         self._spec = spec
-        self._open: dict[str, _Validator] = {}
+        self._open_validator = functools.cache(self._compile_open)
 
     def validate(self, name: str, body: Any) -> None:
         if not self._accepts(name, body):
             self._spec.validate(name, body)
 
     @cached_property
-    def _by_op(self) -> dict[str, _Validator] | None:
+    def _by_op(self) -> dict[str, Validator] | None:
         """Each ``op`` value's compiled schema, when the contract tells operations apart by ``op``."""
         schemas = cast(dict[str, Any], self._spec.document["components"]["schemas"])
         operation = cast(dict[str, Any], schemas[_OPERATION])
@@ -53,7 +51,7 @@ class PatchCheck:
         alternatives = [cast(dict[str, str], ref).get("$ref", "") for ref in operation.get("oneOf", [])]
         if discriminator.get("propertyName") != "op" or sorted(alternatives) != sorted(mapping.values()):
             return None
-        by_op: dict[str, _Validator] = {}
+        by_op: dict[str, Validator] = {}
         for value, ref in mapping.items():
             if not ref.startswith(prefix):
                 return None
@@ -68,16 +66,11 @@ class PatchCheck:
             by_op[value] = self._spec.fast_validator(ref.removeprefix(prefix))
         return by_op
 
-    def _open_validator(self, name: str) -> _Validator:
+    def _compile_open(self, name: str) -> Validator:
         """Component ``name`` compiled with every operation accepted as it is (checked apart)."""
-        validator = self._open.get(name)
-        if validator is None:
-            components = copy.deepcopy(self._spec.document["components"])
-            components["schemas"][_OPERATION] = {}
-            root = {"$ref": f"#/components/schemas/{name}", "components": components}
-            validator = cast(_Validator, fastjsonschema.compile(root))  # pyright: ignore[reportUnknownMemberType]
-            self._open[name] = validator
-        return validator
+        components = copy.deepcopy(self._spec.document["components"])
+        components["schemas"][_OPERATION] = {}
+        return compiled_validator({"$ref": f"#/components/schemas/{name}", "components": components})
 
     def _accepts(self, name: str, body: Any) -> bool:
         by_op = self._by_op
@@ -85,7 +78,7 @@ class PatchCheck:
             return False
         try:
             self._open_validator(name)(body)
-        except fastjsonschema.JsonSchemaException:  # pyright: ignore[reportUnknownMemberType]
+        except SchemaRefusal:
             return False
         request = cast(dict[str, Any], body)  # an object: the open validator said so
         if name == "TablePatchRequest":
@@ -100,6 +93,6 @@ class PatchCheck:
                 return False
             try:
                 check(operation)
-            except fastjsonschema.JsonSchemaException:  # pyright: ignore[reportUnknownMemberType]
+            except SchemaRefusal:
                 return False
         return True

@@ -27,7 +27,7 @@ from typing import Any, cast
 import asyncpg  # pyright: ignore[reportMissingTypeStubs]
 
 from tolokaforge.db.chunk_cache import CURRENT, ChunkCache, StoredTable, TrialEntry, new_chunks
-from tolokaforge.db.errors import ConflictError, NotFoundError
+from tolokaforge.db.errors import ConflictError, NotFoundError, VersionConflictError
 from tolokaforge.db.operations import TableChange, apply_changes
 from tolokaforge.db.postgres_schema import (
     CHUNK_COLUMNS,
@@ -307,7 +307,7 @@ class PostgresStore:
             trial = await self._lock(conn, trial_id)
             version = cast(int, trial["version"])
             if expected_version is not None and expected_version != version:
-                raise ConflictError(
+                raise VersionConflictError(
                     f"trial {trial_id!r} is at version {version}, not {expected_version}",
                     {"version": version, "expected_version": expected_version},
                 )

@@ -20,7 +20,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
-import fastjsonschema  # pyright: ignore[reportMissingTypeStubs]
 import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match  # pyright: ignore[reportUnknownVariableType]
@@ -28,6 +27,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from tolokaforge.contracts.db_api import openapi_document
+from tolokaforge.core.fast_schema import SchemaRefusal, Validator, compiled_validator
 from tolokaforge.db.errors import ValidationFailedError
 
 __all__ = ["METHODS", "ApiSpec", "find_spec_file", "first_error"]
@@ -61,9 +61,10 @@ class ApiSpec:
         self.document = cast(dict[str, Any], yaml.safe_load(self.text))
         resource: Resource[Any] = Resource(contents=self.document, specification=DRAFT202012)
         self._registry: Registry[Any] = Registry().with_resource(_URI, resource)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-        self._validators: dict[str, Draft202012Validator] = {}
-        self._fast: dict[str, Callable[[Any], Any]] = {}
-        self._patterns: dict[str, re.Pattern[str]] = {}
+        # Per name, made on first use: a cache on the instance, so a second document (tests) has its own.
+        self.fast_validator = functools.cache(self._fast_validator)
+        self._validator = functools.cache(self._full_validator)
+        self._pattern = functools.cache(self._compiled_pattern)
 
     @classmethod
     def load(cls, path: Path | None = None) -> ApiSpec:
@@ -81,30 +82,28 @@ class ApiSpec:
     def _schema(self, name: str) -> dict[str, Any]:
         return cast(dict[str, Any], self.document["components"]["schemas"][name])
 
-    def fast_validator(self, name: str) -> Callable[[Any], Any]:
-        """Component schema ``name`` compiled to Python; raises ``fastjsonschema.JsonSchemaException``."""
-        fast = self._fast.get(name)
-        if fast is None:
-            # The schemas use only keywords whose meaning draft-07 and 2020-12 share (no $ref siblings
-            # that constrain, no prefixItems / unevaluated*), so the draft-07 compiler applies as is.
-            root = {"$ref": f"#/components/schemas/{name}", "components": self.document["components"]}
-            fast = cast(Callable[[Any], Any], fastjsonschema.compile(root))  # pyright: ignore[reportUnknownMemberType]
-            self._fast[name] = fast
-        return fast
+    def _fast_validator(self, name: str) -> Validator:
+        """Component schema ``name`` compiled to Python; raises ``SchemaRefusal``."""
+        # The schemas use only keywords whose meaning draft-07 and 2020-12 share (no $ref siblings
+        # that constrain, no prefixItems / unevaluated*), so the draft-07 compiler applies as is.
+        return compiled_validator(
+            {"$ref": f"#/components/schemas/{name}", "components": self.document["components"]}
+        )
+
+    def _full_validator(self, name: str) -> Draft202012Validator:
+        return Draft202012Validator({"$ref": f"{_URI}#/components/schemas/{name}"}, registry=self._registry)
+
+    def _compiled_pattern(self, name: str) -> re.Pattern[str]:
+        return re.compile(cast(str, self._schema(name)["pattern"]))
 
     def validate(self, name: str, value: Any) -> None:
         """Raise ValidationFailedError unless ``value`` satisfies component schema ``name``."""
         try:
             self.fast_validator(name)(value)
             return
-        except fastjsonschema.JsonSchemaException as refusal:  # pyright: ignore[reportUnknownMemberType]
+        except SchemaRefusal as refusal:
             fast_message = str(refusal)
-        validator = self._validators.get(name)
-        if validator is None:
-            schema = {"$ref": f"{_URI}#/components/schemas/{name}"}
-            validator = Draft202012Validator(schema, registry=self._registry)
-            self._validators[name] = validator
-        error = first_error(validator, value)
+        error = first_error(self._validator(name), value)
         if error is None:  # only the trailing-newline pattern case: the compiled validator is right
             raise ValidationFailedError(f"{name}: {fast_message}", {"schema": name, "path": ""})
         message, where = error
@@ -115,11 +114,7 @@ class ApiSpec:
 
     def matches(self, name: str, value: str) -> bool:
         """Whether ``value`` matches the ``pattern`` of string component ``name`` (whole string)."""
-        pattern = self._patterns.get(name)
-        if pattern is None:
-            pattern = re.compile(cast(str, self._schema(name)["pattern"]))
-            self._patterns[name] = pattern
-        return pattern.fullmatch(value) is not None
+        return self._pattern(name).fullmatch(value) is not None
 
     def check_name(self, name: str, value: str, what: str) -> None:
         """Raise ValidationFailedError unless ``value`` is a valid ``name`` (TrialId, TableName, ...)."""

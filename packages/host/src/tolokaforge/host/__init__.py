@@ -17,6 +17,8 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from tolokaforge.core.runner_api import RegisteredTrial, Runner
+
     from .agents import GoldenAgentFactory
     from .agents.setup import AgentRecipe, LLMOptions
     from .errors import HostError, PackLoadError, PackProblem
@@ -31,8 +33,9 @@ if TYPE_CHECKING:
     from .run.exit_status import Verdict, verdict
     from .run.ray import RaySettings, ray_connection
     from .run.schedule import RunSettings, run_pack
-    from .runner.client import RegisteredTrial, RunnerClient, open_runner, parse_address
-    from .runner.trial_spec import build_trial_spec, register_request
+    from .run.trial_spec import build_trial_spec
+    from .runner import GrpcRunner, open_runner, parse_address
+    from .runner.task_wire import register_request
     from .users.router import UserRouter
 
 __all__ = [
@@ -42,6 +45,7 @@ __all__ = [
     "ChatSettings",
     "Episode",
     "GoldenAgentFactory",
+    "GrpcRunner",
     "HostError",
     "LLMOptions",
     "LoadedTask",
@@ -53,7 +57,7 @@ __all__ = [
     "RegisteredTrial",
     "RunSettings",
     "RunSummary",
-    "RunnerClient",
+    "Runner",
     "UserRouter",
     "Verdict",
     "build_trial_spec",
@@ -73,39 +77,40 @@ __all__ = [
 ]
 
 _HOMES: dict[str, str] = {
-    "AgentRecipe": ".agent_setup",
+    "AgentRecipe": ".agents.setup",
     "ChatClient": ".llm",
     "ChatSettings": ".llm",
     "DEFAULT_PRICES": ".llm",
-    "Episode": ".episode",
+    "Episode": ".results.outcome",
     "GoldenAgentFactory": ".agents",
+    "GrpcRunner": ".runner",
     "HostError": ".errors",
-    "LLMOptions": ".agent_setup",
+    "LLMOptions": ".agents.setup",
     "LoadedTask": ".packs",
     "Pack": ".packs",
     "PackLoadError": ".errors",
     "PackProblem": ".errors",
     "PackReport": ".packs",
-    "RaySettings": ".ray_backend",
-    "RegisteredTrial": ".runner_client",
-    "RunSettings": ".run",
-    "RunSummary": ".summary",
-    "RunnerClient": ".runner_client",
+    "RaySettings": ".run.ray",
+    "RegisteredTrial": "tolokaforge.core.runner_api",
+    "RunSettings": ".run.schedule",
+    "RunSummary": ".results.summary",
+    "Runner": "tolokaforge.core.runner_api",
     "UserRouter": ".users.router",
-    "Verdict": ".exit_status",
-    "build_trial_spec": ".trial_spec",
+    "Verdict": ".run.exit_status",
+    "build_trial_spec": ".run.trial_spec",
     "export_tau2_results": ".results.tau2_export",
     "inspect_pack": ".packs",
     "llm_session": ".llm",
     "load_pack": ".packs",
-    "open_runner": ".runner_client",
-    "parse_address": ".runner_client",
-    "ray_connection": ".ray_backend",
-    "register_request": ".trial_spec",
-    "run_episode": ".episode",
-    "run_pack": ".run",
+    "open_runner": ".runner",
+    "parse_address": ".runner",
+    "ray_connection": ".run.ray",
+    "register_request": ".runner.task_wire",
+    "run_episode": ".run.episode",
+    "run_pack": ".run.schedule",
     "tau2_task": ".packs.tau2",
-    "verdict": ".exit_status",
+    "verdict": ".run.exit_status",
     "write_report": ".html_report",
 }
 """Where each public name is defined: imported from there the first time it is asked for."""

@@ -2,14 +2,13 @@
 
     HostError                      anything the host reports as one clear line
     ├── PackLoadError              a pack has problems (``.problems``: each names its file and key)
-    ├── RunnerUnavailableError     the runner could not be reached or kept failing at the transport
-    ├── RegistrationFailedError    RegisterTrial answered success=false (a pack or version defect)
-    ├── TrialLostError             the runner no longer holds the trial (TRIAL_NOT_FOUND, or it died)
     ├── AgentError                 the agent could not produce a turn (provider failure, bad file)
     ├── EndpointUnreachableError   the model endpoint did not answer the up-front check
     └── ConfigError                a CLI/setting value the host cannot use (missing key, bad file)
 
-Errors that end a trial are recorded on its trajectory as data; only prerequisite failures (a pack
+What a runner answers it cannot do is the Runner interface's own tree (``RunnerError`` and its kinds:
+unavailable, registration failed, trial lost, grading failed; tolokaforge.core.runner_api), re-exported
+here. Errors that end a trial are recorded on its trajectory as data; only prerequisite failures (a pack
 that does not load, a runner that cannot be reached) stop a run.
 """
 
@@ -18,6 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from tolokaforge.core.runner_api import (
+    RegistrationFailedError,
+    RunnerError,
+    RunnerUnavailableError,
+    TrialLostError,
+)
 
 from .turns import Usage
 
@@ -29,6 +35,7 @@ __all__ = [
     "PackLoadError",
     "PackProblem",
     "RegistrationFailedError",
+    "RunnerError",
     "RunnerUnavailableError",
     "TrialLostError",
 ]
@@ -63,25 +70,6 @@ class PackLoadError(HostError):
         head = str(self.problems[0]) if self.problems else "no problems recorded"
         more = f" (and {count - 1} more)" if count > 1 else ""
         super().__init__(f"{head}{more}")
-
-
-class RunnerUnavailableError(HostError):
-    """The runner's transport kept failing past the retry budget."""
-
-    retryable = True
-
-
-class RegistrationFailedError(HostError):
-    """RegisterTrial refused the trial; the runner's message is the error, its typed kind is ``kind``."""
-
-    def __init__(self, message: str, *, kind: str, retryable: bool) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.retryable = retryable
-
-
-class TrialLostError(HostError):
-    """The runner no longer holds the trial's registration: the attempt ends as ``trial_lost``."""
 
 
 class AgentError(HostError):

@@ -19,6 +19,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from .edge.guard import EdgeLimits
     from .edge.server import RunnerHandle, RunnerSettings, start_runner
+    from .lifecycle.local import LocalRunner
     from .process.confinement import Confinement, SandboxUnavailable, View
     from .process.sandbox import Limits
     from .tools.child_process import ChildProcess
@@ -28,6 +29,7 @@ __all__ = [
     "Confinement",
     "EdgeLimits",
     "Limits",
+    "LocalRunner",
     "RunnerHandle",
     "RunnerSettings",
     "SandboxUnavailable",
@@ -42,6 +44,10 @@ def __getattr__(name: str) -> Any:
         from .edge import server
 
         return getattr(server, name)
+    if name == "LocalRunner":
+        from .lifecycle.local import LocalRunner
+
+        return LocalRunner
     if name == "EdgeLimits":
         from .edge.guard import EdgeLimits
 

@@ -1,4 +1,4 @@
-"""Every error the runner raises on purpose, in one tree; each is mapped once, at the gRPC edge (service.py).
+"""Every error the runner raises on purpose, in one tree; each is mapped once, at the gRPC edge (edge/servicer.py).
 
 RunnerError                        retryable: may the same request succeed when sent again unchanged?
 ├── InvalidRequestError            a harness bug (empty call_id, unknown executor or termination reason):
@@ -126,6 +126,7 @@ class ToolFailure(RunnerError):
         *,
         retryable: bool = False,
         details: dict[str, Any] | None = None,
+        infrastructure: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -133,6 +134,8 @@ class ToolFailure(RunnerError):
         self.message = message
         self.retryable = retryable
         self.details = details or {}
+        self.infrastructure = infrastructure
+        """The runner's state store failed, not the tool: the call's effect may be unknown."""
 
 
 def checked_text(output: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tolokaforge.contracts.runner import ToolSchema
+from tolokaforge.core.runner_api import RunnerError
 from tolokaforge.host import HostError, LoadedTask, Pack, build_trial_spec
 
 from ..errors import CheckFailure
@@ -41,9 +42,9 @@ class TaskContext:
         spec = build_trial_spec(self.loaded.task, run_id=RUN_ID, trial_index=self.session.next_trial_index())
         try:
             registered = await client.register(spec)
-        except HostError as error:
+        except (HostError, RunnerError) as error:
             raise CheckFailure(f"the runner refused to register the task: {error}") from error
         try:
             return registered.agent_tools
         finally:
-            await client.cleanup(spec.trial_id)
+            await client.release(spec.trial_id)

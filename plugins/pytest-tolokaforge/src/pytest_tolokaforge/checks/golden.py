@@ -16,6 +16,7 @@ import json
 from typing import Any, cast
 
 from tolokaforge.contracts.runner import Grade
+from tolokaforge.core.runner_api import reason_messages
 
 from ..errors import CheckFailure
 from ..replay import GoldenReplay, judged_task
@@ -82,7 +83,7 @@ async def check(ctx: TaskContext) -> list[str]:
         raise CheckFailure(summary, _details(summary, replay, calls, notes))
     if short or not grade.binary_pass:
         parts = ", ".join(f"{name} {value:g}" for name, value in short.items()) or f"score {grade.score:g}"
-        reasons = grade.reasons.strip() or "no reasons given"
+        reasons = " | ".join(reason_messages(grade)) or "no reasons given"
         summary = f"golden path scored {parts} (binary_pass={grade.binary_pass}): {reasons}"
         raise CheckFailure(summary, _details(summary, replay, calls, notes))
     if not judged:
@@ -99,7 +100,7 @@ def _details(summary: str, replay: GoldenReplay, calls: list[str], notes: list[s
             for name, value in components(grade).items()
         )
         lines += [f"score {grade.score:g}, binary_pass {grade.binary_pass}; {shown}", "reasons:"]
-        lines += [f"  {part.strip()}" for part in grade.reasons.split("|") if part.strip()] or ["  (none)"]
+        lines += [f"  {reason}" for reason in reason_messages(grade)] or ["  (none)"]
         lines += ["state diff:", *_state_diff(grade.state_diff_json)]
     if calls:
         lines += ["golden calls:", *(f"  {line}" for line in calls)]

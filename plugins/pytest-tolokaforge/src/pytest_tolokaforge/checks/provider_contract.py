@@ -22,7 +22,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from tolokaforge.contracts.tool import OperationSchema, RiskClass, ToolErrorCategory, ToolKind
-from tolokaforge.core.providers import PROVIDER_PROTOCOL_VERSION
+from tolokaforge.sdk.providers import PROVIDER_PROTOCOL_VERSION
 
 from ..errors import CheckFailure
 from ..invalid_args import invalid_arguments

@@ -20,6 +20,7 @@ from tolokaforge.contracts.runner import (
     ToolSchema,
 )
 from tolokaforge.contracts.tool import ToolErrorCategory
+from tolokaforge.core.runner_api import RunnerError
 from tolokaforge.host import HostError, build_trial_spec
 
 from ..errors import CheckFailure
@@ -91,7 +92,7 @@ async def check(ctx: TaskContext) -> list[str]:
     spec = build_trial_spec(ctx.loaded.task, run_id=RUN_ID, trial_index=ctx.session.next_trial_index())
     try:
         registered = await connection.client.register(spec)
-    except HostError as error:
+    except (HostError, RunnerError) as error:
         raise CheckFailure(f"the runner refused to register the task: {error}") from error
     probe = _Probe(connection, spec.trial_id)
     notes: list[str] = []
@@ -159,7 +160,7 @@ async def check(ctx: TaskContext) -> list[str]:
                 ToolErrorCategory.INVALID_ARGUMENTS,
             )
     finally:
-        await connection.client.cleanup(spec.trial_id)
+        await connection.client.release(spec.trial_id)
     if probe.violations:
         count = len(probe.violations)
         raise CheckFailure(

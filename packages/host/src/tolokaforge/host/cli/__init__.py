@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from ..errors import HostError
+from ..errors import HostError, RunnerError
 from ..run.exit_status import EXIT_INTERRUPTED, EXIT_USAGE
 from .export_command import export_command
 from .init_command import init_command
@@ -56,6 +56,6 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"{error.format_message()}{hint}")
     except click.ClickException as error:
         _fail(error.format_message())
-    except HostError as error:
+    except (HostError, RunnerError) as error:
         _fail(str(error))
     sys.exit(result if isinstance(result, int) else 0)

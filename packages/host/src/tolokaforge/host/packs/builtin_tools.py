@@ -7,7 +7,7 @@ the runner's ordinary state path (one committed batch per call, the stable hash,
 
 So a shipped tool is a tau-style tool class (static ``get_info()`` and ``invoke(data, **arguments)``,
 optional ``category`` / ``timeout_s``) in a module under ``shipped_tools/``, importing only the
-standard library, ``tolokaforge.core.tool_result``, the runner's dependencies and its neighbours in
+standard library, ``tolokaforge.sdk.tool_result``, the runner's dependencies and its neighbours in
 that folder (relatively: every module of the folder ships). A task that enables one gets its
 description here, and its tool code gets the folder's modules under ``SHIPPED_PACKAGE``, so any
 runner imports them exactly like the pack's own tools.

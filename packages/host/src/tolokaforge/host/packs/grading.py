@@ -49,7 +49,7 @@ __all__ = ["CHECKS_INTERFACE_VERSIONS", "to_grading_config"]
 
 
 CHECKS_INTERFACE_VERSIONS = ("1.0",)
-CHECKS_HARNESS = "tolokaforge.core.grading.checks_runner"
+CHECKS_HARNESS = "tolokaforge.sdk.checks_runner"
 _IMPORT_TIMEOUT_S = 30.0
 
 

@@ -312,7 +312,7 @@ def _check_golden_names(
     tools = {"agent": agent_tools, "user": user_tools}
     for index, action in enumerate(hash_block.golden_actions):
         if not tools[action.executor]:
-            continue  # as before: with no tools of that side known here, the runner judges the name
+            continue  # with no tools of that side known here, the runner judges the name
         names = [tool.name for tool in tools[action.executor]]
         if action.name not in names and len([n for n in names if n.endswith(f"_{action.name}")]) != 1:
             log.add(

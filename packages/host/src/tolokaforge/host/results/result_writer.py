@@ -9,7 +9,7 @@ duration (file_writer.py): the thread passes it the documents, and it renders th
 millisecond of Python per trial) and writes the files on another core, off the GIL the loop needs.
 Starting it costs about 0.1 s of CPU (it imports PyYAML and yaml_files.py, not the host package),
 which a run of a few dozen trials wins back: measured on the retail pack at concurrency 16 on two
-cores, an 87-trial embedded run went from 66-69 to 73-74 trials/s with it. A smaller run's thread renders and writes the files itself. If the helper cannot start or dies, the files it had not
+cores, an 87-trial embedded run makes 73-74 trials/s with it and 66-69 without. A smaller run's thread renders and writes the files itself. If the helper cannot start or dies, the files it had not
 acknowledged are written by the thread instead: nothing a run finished is lost. A write that fails
 for its own reasons (a full disk) is raised by the next :meth:`ResultWriter.write` or by
 :meth:`ResultWriter.drain`, which a run awaits before it summarises.

@@ -31,6 +31,7 @@ from typing import Any, cast
 
 from tolokaforge.contracts.runner import Grade, JudgeStatus
 from tolokaforge.core.models import GradingConfig
+from tolokaforge.core.runner_api import reason_messages
 from tolokaforge.core.transcript import Message, ToolMessage
 
 from ..results.outcome import TrialOutcome
@@ -109,7 +110,7 @@ def grade_to_dict(
     scores = {
         name: _component(getattr(components, name)) if components is not None else None for name in names
     }
-    # Components added later are written only when evaluated, so grades of tasks without them read as before.
+    # Components only some tasks have are written only when evaluated: a task without them gets no such key.
     for name in _LATER_COMPONENTS:
         value = _component(getattr(components, name)) if components is not None else None
         if value is not None:
@@ -120,7 +121,7 @@ def grade_to_dict(
         "score": grade.score,
         "components": scores,
         "unscored": [name for name in configured if scores.get(name) is None],
-        "reasons": [part for part in grade.reasons.split(" | ") if part] if grade.reasons else [],
+        "reasons": reason_messages(grade),
         "state_diff": json.loads(grade.state_diff_json) if grade.state_diff_json else None,
         "custom_checks": [
             {

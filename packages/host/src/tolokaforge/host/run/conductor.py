@@ -2,9 +2,8 @@
 
 * Only ``agent_done``, ``user_stop`` and ``max_turns`` reach GradeTrial; every other ending is answered
   here without an RPC (no grade, the reason on the trajectory).
-* GradeTrial ``success=false`` publishes no score: the runner's error is recorded as
-  ``grading_error``. A TRIAL_NOT_FOUND error kind there means the runner lost the trial, like
-  TRIAL_NOT_FOUND during the conversation.
+* A grade the runner cannot give publishes no score: its error is recorded as ``grading_error``. A
+  trial the runner no longer holds at grading was lost, like one lost during the conversation.
 * ``trial_lost`` is retried: CleanupTrial first, then a new attempt under an attempt-scoped id; a
   trial lost on every attempt is unfinished (below).
 * CleanupTrial runs after every attempt, whatever happened.
@@ -19,22 +18,31 @@ import contextlib
 import time
 from dataclasses import dataclass
 
-from tolokaforge.contracts.runner import GradeErrorKind, GradeTrialResponse, JudgeStatus
+from tolokaforge.contracts.runner import JudgeStatus
 from tolokaforge.core.models import JudgeModelConfig, TrialSpec
+from tolokaforge.core.runner_api import (
+    GradeRequest,
+    GradeResult,
+    GradingFailedError,
+    RegistrationFailedError,
+    Runner,
+    RunnerError,
+    RunnerUnavailableError,
+    TrialLostError,
+    judge_error,
+)
 from tolokaforge.core.termination import GRADEABLE_TERMINATION_REASONS, TerminationReason
-from tolokaforge.core.transcript import encode_transcript_wire
 
 from ..agents.base import AgentFactory
-from ..errors import HostError, RegistrationFailedError, RunnerUnavailableError
+from ..errors import HostError
 from ..packs.loader import LoadedTask
 from ..results.outcome import Episode, LostAttempt, TrialOutcome
 from ..results.trace_results import check_trace_payload
-from ..runner.client import RunnerClient
-from ..runner.trial_spec import build_trial_spec
 from ..turns import Usage
 from ..users.base import UserSimulatorFactory
 from .episode import run_episode
 from .slots import TrialSlot
+from .trial_spec import build_trial_spec
 
 __all__ = ["TrialSettings", "run_trial"]
 
@@ -48,7 +56,7 @@ class TrialSettings:
 
 
 async def run_trial(
-    runner: RunnerClient,
+    runner: Runner,
     loaded: LoadedTask,
     trial_index: int,
     agents: AgentFactory,
@@ -105,7 +113,7 @@ async def run_trial(
 
 
 async def _attempt(
-    runner: RunnerClient,
+    runner: Runner,
     loaded: LoadedTask,
     trial_index: int,
     trial_id: str,
@@ -146,43 +154,39 @@ async def _attempt(
         # Every attempt is cleaned up (by GradeTrial itself, when the runner released the trial); a
         # runner gone for good is reported on the trajectory, not raised.
         if not released:
-            with contextlib.suppress(RunnerUnavailableError):
-                await runner.cleanup(trial_id)
+            with contextlib.suppress(RunnerError):
+                await runner.release(trial_id)
     return outcome
 
 
-async def _grade(runner: RunnerClient, outcome: TrialOutcome) -> bool:
+async def _grade(runner: Runner, outcome: TrialOutcome) -> bool:
     """Grade the attempt into ``outcome``; whether the runner released the trial with it."""
     episode = outcome.episode
     assert episode.termination is not None
+    request = GradeRequest(outcome.trial_id, episode.messages, episode.termination, release=True)
     try:
-        response = await runner.grade(
-            outcome.trial_id,
-            encode_transcript_wire(episode.messages),
-            episode.termination.value,
-            release=True,
-        )
+        result = await runner.grade(request)
     except RunnerUnavailableError as error:
         outcome.infrastructure_error = f"GradeTrial: {error}"
         return False
-    _read_grade(response, outcome)
-    return response.released
+    except TrialLostError as error:
+        episode.termination, episode.error = TerminationReason.TRIAL_LOST, str(error)
+        return False
+    except GradingFailedError as error:
+        outcome.grading_error = str(error)
+        return False
+    _read_grade(result, outcome)
+    return result.released
 
 
-def _read_grade(response: GradeTrialResponse, outcome: TrialOutcome) -> None:
-    episode = outcome.episode
-    if response.success and response.grade is not None:
-        try:
-            check_trace_payload(response.grade)
-        except ValueError as error:
-            outcome.grading_error = f"the grade's trace-check payload is unreadable: {error}"
-            return
-        outcome.grade = response.grade
-        if response.grade.judge_status == JudgeStatus.ERRORED:
-            # The judge gave no score, so the grade is unusable: published without one (docs/judge.md).
-            judged = [part for part in response.grade.reasons.split(" | ") if part.startswith("Judge:")]
-            outcome.grading_error = judged[0] if judged else "Judge: errored"
-    elif response.error_kind == GradeErrorKind.TRIAL_NOT_FOUND:
-        episode.termination, episode.error = TerminationReason.TRIAL_LOST, response.error
-    else:
-        outcome.grading_error = response.error or "GradeTrial answered success=false with no error"
+def _read_grade(result: GradeResult, outcome: TrialOutcome) -> None:
+    grade = result.grade
+    try:
+        check_trace_payload(grade)
+    except ValueError as error:
+        outcome.grading_error = f"the grade's trace-check payload is unreadable: {error}"
+        return
+    outcome.grade = grade
+    if grade.judge_status == JudgeStatus.ERRORED:
+        # The judge gave no score, so the grade is unusable: published without one (docs/judge.md).
+        outcome.grading_error = judge_error(grade) or "Judge: errored"

@@ -23,11 +23,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from tolokaforge.contracts.runner import ExecuteToolResponse, ExecutionStatus
+from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.core.models import ConversationRules, TaskDescription
+from tolokaforge.core.runner_api import (
+    RegisteredTrial,
+    Runner,
+    RunnerUnavailableError,
+    ToolCallRequest,
+    ToolResult,
+    TrialLostError,
+)
 from tolokaforge.core.termination import TerminationReason
 from tolokaforge.core.transcript import (
     AssistantMessage,
+    Executor,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -35,9 +44,8 @@ from tolokaforge.core.transcript import (
 )
 
 from ..agents.base import Agent
-from ..errors import AgentError, RunnerUnavailableError, TrialLostError
+from ..errors import AgentError
 from ..results.outcome import CallRecord, Episode
-from ..runner.client import RegisteredTrial, RunnerClient
 from ..turns import ProposedCall
 from ..users.base import UserSimulator
 
@@ -92,29 +100,30 @@ def _unknown_tool_text(name: str, executor: str, trial: RegisteredTrial) -> str:
     return f"Error: Tool '{name}' not found."
 
 
-def tool_error_text(response: ExecuteToolResponse) -> str:
+def tool_error_text(result: ToolResult) -> str:
     """What the caller reads for a call ExecuteTool did not answer SUCCESS (and the loop does not answer itself).
 
-    A tool's own error (``reported_by_tool``: it returned ``tolokaforge.core.tool_result.ReportedError``)
+    A tool's own error (``reported_by_tool``: it returned ``tolokaforge.sdk.tool_result.ReportedError``)
     reads exactly ``"Error: " + error_message``, even when the message is empty, as τ²'s ``get_response``
     prints ``f"Error: {e}"``. Any other failure reads ``Error: <error_message>``, an empty message
     replaced by the status name.
     """
-    if response.reported_by_tool:
-        return "Error: " + response.error_message
-    return f"Error: {response.error_message or response.status.name}"
+    message = result.failure.message if result.failure is not None else ""
+    if result.reported_by_tool:
+        return "Error: " + message
+    return f"Error: {message or result.status.name}"
 
 
 @dataclass
 class _Loop:
-    runner: RunnerClient
+    runner: Runner
     trial: RegisteredTrial
     episode: Episode
     rules: ConversationRules | None = None
     ids: CallIds = field(default_factory=CallIds)
 
     async def execute(
-        self, proposed: Sequence[ProposedCall], executor: str
+        self, proposed: Sequence[ProposedCall], executor: Executor
     ) -> tuple[list[ToolCall], list[ToolMessage], bool]:
         """Run a turn's calls in order; the flag is False once TOOL_NOT_FOUND has failed the trial."""
         calls = [
@@ -128,35 +137,38 @@ class _Loop:
         answer_unknown = self.rules is not None and self.rules.unknown_tool == "answer"
         results: list[ToolMessage] = []
         for call, raw in zip(calls, proposed, strict=True):
-            response = await self.runner.execute(
-                self.trial.trial_id,
-                call_id=call.id,
-                tool_name=call.name,
-                arguments_json=raw.arguments_json,
-                executor=executor,
+            result = await self.runner.execute(
+                ToolCallRequest(
+                    trial_id=self.trial.trial_id,
+                    call_id=call.id,
+                    tool_name=call.name,
+                    arguments_json=raw.arguments_json,
+                    executor=executor,
+                )
             )
-            status = response.status
-            error = response.error_message
+            status = result.status
+            failure = result.failure
+            error = failure.message if failure is not None else ""
             record = CallRecord(
                 call_id=call.id,
                 name=call.name,
                 executor=executor,
                 arguments_json=raw.arguments_json,
                 status=status.name,
-                output=response.output,
+                output=result.output,
                 error=error,
-                error_category=response.tool_error.category.name if response.tool_error is not None else "",
-                latency_s=response.metrics.latency_seconds if response.metrics is not None else 0.0,
+                error_category=failure.category.name if failure is not None else "",
+                latency_s=result.latency_s,
             )
             self.episode.calls.append(record)
             if status == ExecutionStatus.SUCCESS:
-                text = response.output
+                text = result.output
             else:
                 self.episode.tool_errors += 1
                 if status == ExecutionStatus.TOOL_NOT_FOUND and answer_unknown:
                     text = _unknown_tool_text(raw.name, executor, self.trial)
                 else:
-                    text = tool_error_text(response)
+                    text = tool_error_text(result)
             results.append(ToolMessage(content=text, tool_call_id=call.id))
             if status == ExecutionStatus.TOOL_NOT_FOUND and not answer_unknown:
                 self.episode.error = f"tool {call.name!r} is not registered for {executor}: {error}"
@@ -172,7 +184,7 @@ class _Loop:
 
 
 async def run_episode(
-    runner: RunnerClient,
+    runner: Runner,
     trial: RegisteredTrial,
     task: TaskDescription,
     agent: Agent,

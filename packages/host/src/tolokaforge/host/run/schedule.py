@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
 from tolokaforge.core.models import JudgeModelConfig
+from tolokaforge.core.runner_api import Runner
 
 from ..agents.base import AgentFactory
 from ..errors import ConfigError
@@ -56,7 +57,7 @@ from ..results.summary import EntryTexts, RunSummary, summarise, write_summary
 from ..results.trial_files import configured_components, is_finished, trial_dir
 from ..results.trial_rows import TrialRow, row_of
 from ..results.yaml_files import parse_yaml
-from ..runner.client import RunnerClient, open_runner
+from ..runner import open_runner
 from ..users.base import UserSimulatorFactory
 from .conductor import TrialSettings, run_trial
 from .ray import RaySettings
@@ -271,8 +272,8 @@ def _move_aside(output: Path, directory: Path, stamp: str, task_id: str, index: 
     return target
 
 
-async def _runner_facts(runner: RunnerClient, settings: RunSettings) -> dict[str, Any]:
-    health = await runner.health_check(budget_s=settings.preflight_budget_s)
+async def _runner_facts(runner: Runner, settings: RunSettings) -> dict[str, Any]:
+    health = await runner.health(budget_s=settings.preflight_budget_s)
     return {
         "mode": "remote" if settings.runner else "embedded",
         "address": settings.runner or "in this process",
@@ -281,8 +282,8 @@ async def _runner_facts(runner: RunnerClient, settings: RunSettings) -> dict[str
         "isolation": "embedded runner in this process, state in memory"
         if settings.runner is None
         else "remote runner process, state in its store",
-        "db_service_connected": health.db_service_connected,
-        "tool_adapters": list(health.available_adapters),
+        "db_service_connected": health.store_connected,
+        "tool_adapters": list(health.adapters),
     }
 
 

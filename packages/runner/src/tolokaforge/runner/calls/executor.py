@@ -32,7 +32,7 @@ from typing import Any, Literal, cast
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.transcript.recorded import RecordedToolCall
-from tolokaforge.db import DBServiceError, StoreUnreachableError
+from tolokaforge.db import DBServiceError, StoreUnreachableError, VersionConflictError
 
 from ..errors import ToolFailure, checked_text
 from ..process.confinement import Confinement
@@ -261,15 +261,15 @@ class ToolExecutor:
         budget: float,
         started: float,
     ) -> CallOutcome:
-        workspace = str(trial.workspace) if trial.workspace is not None else ""
+        workspace = str(trial.files.workspace) if trial.files.workspace is not None else ""
         call = CallInfo(trial.trial_id, call_id, workspace, budget, attempt=1)
-        before = trial.mirror.set_aside()
+        before = trial.state.mirror.set_aside()
 
         async def rollback() -> None:
             try:
                 await _restore(trial, tool.source, before)
             except DBServiceError as error:
-                trial.mirror.stale = True
+                trial.state.mirror.stale = True
                 raise _RollbackFailed(
                     _infrastructure(error, "the failed call's changes could not be undone")
                 ) from error
@@ -279,7 +279,7 @@ class ToolExecutor:
                 tool,
                 arguments,
                 call,
-                breaker=trial.breaker(tool.source.identity),
+                breaker=trial.tools.breaker(tool.source.identity),
                 locks=self._conflict_locks,
                 rollback=rollback,
             )
@@ -294,7 +294,7 @@ class ToolExecutor:
             result = RemoteOutcome("", error.failure, 1)
         except BaseException:
             # Cancelled mid-call: the source may have written; the store is re-read before the next call.
-            trial.mirror.stale = True
+            trial.state.mirror.stale = True
             raise
         latency = time.perf_counter() - started
         if result.failure is not None:
@@ -325,18 +325,18 @@ class ToolExecutor:
         if isinstance(source, StateSyncing) and source.syncs_state:
             tables = source.take_state()
             if tables is not None:
-                await self._commit(trial, changes_to(trial.mirror.tables, tables))
+                await self._commit(trial, changes_to(trial.state.mirror.tables, tables))
         elif source.writes_state:
             await self._reload_if_moved(trial)
 
     @staticmethod
     async def _reload_if_moved(trial: TrialContext) -> None:
         try:
-            version = (await trial.mirror.client.get_hashes(trial.trial_id)).version
-            if version != trial.mirror.version:
-                await trial.mirror.reload()
+            version = (await trial.state.mirror.client.get_hashes(trial.trial_id)).version
+            if version != trial.state.mirror.version:
+                await trial.state.mirror.reload()
         except DBServiceError as error:
-            trial.mirror.stale = True
+            trial.state.mirror.stale = True
             raise _infrastructure(
                 error, "the tool's changes could not be read back from the store"
             ) from error
@@ -351,13 +351,13 @@ class ToolExecutor:
         trial: TrialContext, changes: list[dict[str, Any]], *, parsed_json: bool = False
     ) -> None:
         try:
-            await trial.mirror.commit(changes, parsed_json=parsed_json)
+            await trial.state.mirror.commit(changes, parsed_json=parsed_json)
         except DBServiceError as error:
             # The tool ran, but whether its effect was persisted is the store's matter, not the tool's.
             # A lost reply leaves the mirror stale: re-read it now (or before the next call).
             with contextlib.suppress(DBServiceError):
-                await trial.mirror.refresh()
-            if isinstance(error, StoreUnreachableError) or trial.mirror.stale or "version" in error.details:
+                await trial.state.mirror.refresh()
+            if isinstance(error, StoreUnreachableError | VersionConflictError) or trial.state.mirror.stale:
                 raise _infrastructure(error, "the call's changes could not be stored") from error
             raise ToolFailure(
                 ExecutionStatus.ERROR,
@@ -368,11 +368,11 @@ class ToolExecutor:
 
     @staticmethod
     def _resolve(trial: TrialContext, tool_name: str, executor: str, *, offered_only: bool = False) -> Tool:
-        registry = trial.registry(executor)
+        registry = trial.tools.registry(executor)
         tool = registry.get(tool_name, offered_only=offered_only) if registry is not None else None
         if tool is None:
             # Offered only: a hidden tool is not named, hinted at or listed, as if it did not exist.
-            other = trial.registry("user" if executor == "agent" else "agent")
+            other = trial.tools.registry("user" if executor == "agent" else "agent")
             found = other is not None and other.get(tool_name, offered_only=offered_only) is not None
             hint = f"; it is a {other.actor} tool" if other is not None and found else ""
             offered = ", ".join(registry.names(offered_only=offered_only)) if registry is not None else ""
@@ -420,7 +420,7 @@ class ToolExecutor:
             return clamp_budget(requested)
         if tool.description.timeout_s:
             return clamp_budget(tool.description.timeout_s)
-        return clamp_budget(trial.default_timeout_s)
+        return clamp_budget(trial.tools.default_timeout_s)
 
 
 def clamp_budget(seconds: float) -> float:
@@ -433,7 +433,7 @@ def clamp_budget(seconds: float) -> float:
 async def _refresh(trial: TrialContext) -> None:
     """Before a call: re-read a mirror a lost reply or conflict left out of step with the store."""
     try:
-        await trial.mirror.refresh()
+        await trial.state.mirror.refresh()
     except DBServiceError as error:
         raise _infrastructure(error, "the trial's state could not be re-read from the store") from error
 
@@ -446,7 +446,9 @@ def _infrastructure(error: DBServiceError, what: str) -> ToolFailure:
         ToolErrorCategory.UNKNOWN,
         f"{what}: {error.message}" + (" (the call's outcome is unknown)" if unknown else ""),
         retryable=True,
+        # The wire's mark (docs/protocol/runner.md); in this process the flag is the signal.
         details={"infrastructure": "state_store", "outcome_unknown": unknown, "store_error": error.to_body()},
+        infrastructure=True,
     )
 
 
@@ -466,7 +468,7 @@ async def _restore(trial: TrialContext, source: ToolSourceSession, before: SetAs
     ones (the version moves on: versions are never reused). One version read on every failure; the
     state's size is paid only when the failed call wrote.
     """
-    mirror, client = trial.mirror, trial.mirror.client
+    mirror, client = trial.state.mirror, trial.state.mirror.client
     moved = (await client.get_hashes(trial.trial_id)).version
     if moved != before.version:
         state = await client.get_state(trial.trial_id)

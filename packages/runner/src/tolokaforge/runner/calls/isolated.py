@@ -73,9 +73,14 @@ class IsolatedRunner:
         """Each task's initial tables written once for the zygotes to read, by full hash."""
         self._loaded: set[str] = set()
         """Codes (by _tools_key) a worker has loaded every tool of: their next trials start workers lazily."""
+        self._warming: set[asyncio.Task[None]] = set()
+        """Zygotes being started ahead of a registered trial's first call (:meth:`_warm`)."""
 
     async def close(self) -> None:
         """Stop the zygotes (runner shutdown, after every trial's workers were released)."""
+        for warming in list(self._warming):
+            warming.cancel()
+        await asyncio.gather(*self._warming, return_exceptions=True)
         if self.zygotes is not None:
             await self.zygotes.close()
 
@@ -84,14 +89,16 @@ class IsolatedRunner:
 
         Code whose every tool a worker has loaded already (the same bundle content, the same tools) is
         not checked again: its trials' workers start at their first call, so registering the 2nd..Nth
-        trial of a task, or a trial of another task of the same pack, starts no process.
+        trial of a task, or a trial of another task of the same pack, waits for no process. The zygote
+        that call forks from is started meanwhile, if it is not running (:meth:`_warm`).
         """
-        code = trial.worker_code
+        code = trial.processes.worker_code
         if code is None or not code.tools:
             return
-        trial.workers = TrialWorkers(lambda tables, version: self._launch(trial, tables, version))
+        trial.processes.workers = TrialWorkers(lambda tables, version: self._launch(trial, tables, version))
         key = _tools_key(code, self.limits)
         if key in self._loaded:
+            self._warm(trial, code)
             return
         try:
             worker = await self._worker(trial)
@@ -106,6 +113,26 @@ class IsolatedRunner:
             )
         self._loaded.add(key)
 
+    def _warm(self, trial: TrialContext, code: WorkerCode) -> None:
+        """Start the zygote of the trial's code and initial state in the background, unless it runs
+        holding that state: the trial's first call, usually a model turn later, then only forks.
+
+        A task never seen before needs its own zygote (zygotes.py: one per initial state), and that
+        zygote's start and its read of the initial state cost about as much as parsing the task.
+        """
+        zygotes, full_hash = self.zygotes, trial.state.initial_hash
+        if zygotes is None or full_hash is None:
+            return
+        known = self._bases.get(full_hash)
+        if known is not None and known.done():
+            base = known.result()
+            if base is None or zygotes.holding(code, base):
+                return
+        task = asyncio.get_running_loop().create_task(zygotes.warm(code, full_hash, self._base(trial)))
+        self._warming.add(task)
+        task.add_done_callback(_warmed)
+        task.add_done_callback(self._warming.discard)
+
     async def report(self) -> dict[str, str]:
         """What holds for a worker on this machine: the last worker's report, or a probe's."""
         if not self.last_report:
@@ -115,8 +142,8 @@ class IsolatedRunner:
         return self.last_report
 
     async def release(self, trial: TrialContext) -> None:
-        if trial.workers is not None:
-            await trial.workers.close()
+        if trial.processes.workers is not None:
+            await trial.processes.workers.close()
 
     async def run(
         self,
@@ -154,8 +181,8 @@ class IsolatedRunner:
             )
         output, changes, reported = reply.get("output"), reply.get("changes"), reply.get("reported_error")
         if not isinstance(output, str) or not _is_changes(changes) or not isinstance(reported, str | None):
-            assert trial.workers is not None
-            await trial.workers.discard(worker)
+            assert trial.processes.workers is not None
+            await trial.processes.workers.discard(worker)
             raise ToolFailure(
                 ExecutionStatus.ERROR,
                 ToolErrorCategory.PROCESS_CRASHED,
@@ -171,9 +198,9 @@ class IsolatedRunner:
             await commit(trial, typed)
         except (KeyError, IndexError, TypeError, ValueError) as error:
             # Changes the store took but the mirror cannot apply: the store is the truth, so reload.
-            await trial.mirror.reload()
-            assert trial.workers is not None
-            await trial.workers.discard(worker)
+            await trial.state.mirror.reload()
+            assert trial.processes.workers is not None
+            await trial.processes.workers.discard(worker)
             raise ToolFailure(
                 ExecutionStatus.ERROR,
                 ToolErrorCategory.PROCESS_CRASHED,
@@ -181,16 +208,18 @@ class IsolatedRunner:
                 details={"tool": name},
             ) from error
         except BaseException:
-            assert trial.workers is not None
-            await trial.workers.discard(worker)  # it applied changes the store did not take
+            assert trial.processes.workers is not None
+            await trial.processes.workers.discard(worker)  # it applied changes the store did not take
             raise
-        worker.version = trial.mirror.version
+        worker.version = trial.state.mirror.version
         return Finished(output, typed, reported)
 
     async def _worker(self, trial: TrialContext) -> ToolWorker:
-        assert trial.workers is not None, "prepare() starts a trial's workers"
+        assert trial.processes.workers is not None, "prepare() starts a trial's workers"
         try:
-            return await trial.workers.for_state(trial.mirror.tables, trial.mirror.version)
+            return await trial.processes.workers.for_state(
+                trial.state.mirror.tables, trial.state.mirror.version
+            )
         except WorkerError as error:
             raise ToolFailure(
                 ExecutionStatus.ERROR,
@@ -199,37 +228,37 @@ class IsolatedRunner:
             ) from error
 
     async def _launch(self, trial: TrialContext, tables: dict[str, Any], version: int) -> ToolWorker:
-        assert trial.worker_code is not None and trial.workspace is not None
+        assert trial.processes.worker_code is not None and trial.files.workspace is not None
         safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", trial.trial_id)
         worker = await ToolWorker.start(
-            trial.worker_code,
+            trial.processes.worker_code,
             tables,
             version,
-            workspace=trial.workspace,
+            workspace=trial.files.workspace,
             log_path=self.log_dir / f"{safe_id}.worker.log",
             limits=self.limits,
             env={},
             zygotes=self.zygotes,
             base=await self._base(trial),
             confinement=self.confinement,
-            cgroup=trial.cgroup,
+            cgroup=trial.processes.cgroup,
         )
         self.last_report = worker.limits
         return worker
 
     async def _base(self, trial: TrialContext) -> WorkerBase | None:
         """The trial's initial tables as a base for forked workers, written to a file the first time."""
-        if self.zygotes is None or trial.initial_hash is None:
+        if self.zygotes is None or trial.state.initial_hash is None:
             return None
-        full_hash = trial.initial_hash
+        full_hash = trial.state.initial_hash
         known = self._bases.get(full_hash)
         if known is None:
             known = asyncio.get_running_loop().create_future()
             self._bases[full_hash] = known
             path = self.zygotes.directory / "states" / f"{full_hash}.json"
             try:
-                await asyncio.to_thread(_write_tables, path, trial.initial_tables)
-                known.set_result(WorkerBase(full_hash, trial.initial_tables, path))
+                await asyncio.to_thread(_write_tables, path, trial.state.initial_tables)
+                known.set_result(WorkerBase(full_hash, trial.state.initial_tables, path))
             except (OSError, TypeError) as error:  # no room, or a value orjson cannot write (huge ints)
                 del self._bases[full_hash]
                 known.set_result(None)
@@ -240,7 +269,19 @@ class IsolatedRunner:
                 known.set_exception(error)
                 known.exception()  # retrieved: the next launch tries again
                 raise
-        return await asyncio.shield(known)
+        shared = await asyncio.shield(known)
+        if shared is None or shared.tables is trial.state.initial_tables:
+            return shared
+        # The same content (the same full hash) in another task's objects: a task sent whole in each
+        # TrialSpec is parsed anew per trial. Its own tables stand for the zygote's copy, so a worker
+        # is sent only what this trial changed, not every table again.
+        return WorkerBase(full_hash, trial.state.initial_tables, shared.file)
+
+
+def _warmed(task: asyncio.Task[None]) -> None:
+    """Log why a zygote could not be started ahead of need: the first call starts it, or spawns."""
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("starting a zygote ahead of a trial's first call failed: %r", task.exception())
 
 
 def worker_code(root: Path, package: str, tools: list[WorkerTool]) -> WorkerCode:
@@ -250,7 +291,7 @@ def worker_code(root: Path, package: str, tools: list[WorkerTool]) -> WorkerCode
 def _worker_tools(trial: TrialContext) -> list[WorkerTool]:
     return [
         tool
-        for registry in (trial.agent_tools, trial.user_tools)
+        for registry in (trial.tools.agent, trial.tools.user)
         for tool in registry
         if isinstance(tool, WorkerTool)
     ]

@@ -17,7 +17,7 @@ from typing import Any
 
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
-from tolokaforge.core.tool_result import ReportedError
+from tolokaforge.sdk.tool_result import ReportedError
 
 from ..errors import ToolFailure, checked_text
 from ..state.cow import TableShapeError
@@ -48,7 +48,7 @@ class ThreadRunner:
     async def run(
         self, trial: TrialContext, tool: Tool, arguments: Mapping[str, Any], budget: float, commit: Commit
     ) -> Finished:
-        data = trial.mirror.open_call()
+        data = trial.state.mirror.open_call()
 
         def work() -> tuple[str | ReportedError, list[dict[str, Any]]] | _Raised:
             try:
@@ -62,7 +62,7 @@ class ThreadRunner:
             result = await asyncio.wait_for(asyncio.wrap_future(future), timeout=budget)
         except TimeoutError as error:
             self.pool.abandon(job)
-            trial.mirror.close_call(data, finished=False)
+            trial.state.mirror.close_call(data, finished=False)
             raise ToolFailure(
                 ExecutionStatus.TIMEOUT,
                 ToolErrorCategory.TIMEOUT,
@@ -72,7 +72,7 @@ class ThreadRunner:
             ) from error
         except BaseException:
             self.pool.abandon(job)
-            trial.mirror.close_call(data, finished=future.done())
+            trial.state.mirror.close_call(data, finished=future.done())
             raise
         try:
             if isinstance(result, _Raised):
@@ -90,7 +90,7 @@ class ThreadRunner:
             await commit(trial, changes)
             return Finished(text, changes, reported)
         finally:
-            trial.mirror.close_call(data, finished=True)
+            trial.state.mirror.close_call(data, finished=True)
 
 
 def classify_tool_exception(tool: Tool, error: BaseException) -> ToolFailure:

@@ -16,6 +16,9 @@ constant time): one without it, or with another, fails UNAUTHENTICATED before it
 Connections are guarded too: HTTP/2 ``MAX_CONCURRENT_STREAMS`` is announced per connection, and a
 connection with no open stream and no bytes received for ``idle_timeout_s`` is sent GOAWAY and closed,
 so silent sockets cannot pile up. Defaults and their reasons: docs/faults.md.
+
+grpclib has public hooks for none of this; what of its internals the guard needs is read in two
+functions, :func:`_request_bytes` and :func:`_h2`, each naming the open grpclib issue that would replace it.
 """
 
 from __future__ import annotations
@@ -30,14 +33,17 @@ from typing import Any, cast
 
 import grpclib.const
 from grpclib.const import Status
+from grpclib.encoding.proto import ProtoCodec
 from grpclib.exceptions import GRPCError
-from grpclib.protocol import H2Protocol
+from grpclib.protocol import Connection, H2Protocol
 from grpclib.server import Server
+from grpclib.stream import StreamIterator
+from h2.connection import H2Connection
 from h2.settings import SettingCodes
 
 from tolokaforge.core.credentials import presented_token, token_matches
 
-from .reply_wire import ReplyCodec
+from .reply_wire import SendOnceCodec
 
 __all__ = ["EdgeLimits", "GuardedServer", "guard_mapping"]
 
@@ -62,12 +68,24 @@ def _invalid(message: str) -> GRPCError:
     return GRPCError(Status.INVALID_ARGUMENT, message)
 
 
-async def _read_request(stream: Any, limits: EdgeLimits) -> Any:
-    """One request message from grpclib's server stream, its length checked before its body is read."""
-    # grpclib offers no hook between a message's 5-byte prefix and its body; these are its own fields.
-    raw: Any = getattr(stream, "_stream")  # noqa: B009
-    codec: Any = getattr(stream, "_codec")  # noqa: B009
-    message_type: Any = getattr(stream, "_recv_type")  # noqa: B009
+# Requests decode as grpclib's protobuf codec decodes them (the server's SendOnceCodec changes encoding only).
+_REQUEST_CODEC = ProtoCodec()
+
+
+def _request_bytes(stream: Any) -> Any:
+    """The HTTP/2 stream under grpclib's server ``stream``, whose ``recv_data(n)`` reads raw bytes.
+
+    grpclib's ``recv_message`` buffers a message whole, whatever length its prefix declares, and has no
+    receive limit (vmagamedov/grpclib#195, open). Reading the prefix first needs the raw stream, which
+    grpclib keeps in this one private attribute: the only private read on the request path.
+    """
+    return getattr(stream, "_stream")  # noqa: B009
+
+
+async def _read_request(stream: Any, message_type: Any, limits: EdgeLimits) -> Any:
+    """One ``message_type`` request from grpclib's server stream, its length checked before its body
+    is read."""
+    raw = _request_bytes(stream)
     prefix: bytes = await raw.recv_data(5)
     if len(prefix) < 5:
         raise _invalid(f"no {message_type.__name__} in the request")
@@ -83,7 +101,7 @@ async def _read_request(stream: Any, limits: EdgeLimits) -> Any:
     if len(body) != length:
         raise _invalid(f"the request message ended after {len(body)} of {length} bytes")
     try:
-        message = codec.decode(body, message_type)
+        message = _REQUEST_CODEC.decode(body, message_type)
     except Exception as error:
         raise _invalid(
             f"the request is not a valid {message_type.__name__}: {type(error).__name__}: {error}"
@@ -119,25 +137,41 @@ def _check_token(stream: Any, token: str) -> None:
         raise GRPCError(Status.UNAUTHENTICATED, "the token presented is not this runner's")
 
 
-def _guard(path: str, func: StreamHandler, limits: EdgeLimits, token: str | None) -> StreamHandler:
+class _GuardedStream(StreamIterator[Any]):
+    """What a handler is given for grpclib's server stream: the same call, its request read under the
+    limits; everything else (metadata, replies, trailers) goes to grpclib's stream itself."""
+
+    def __init__(self, stream: Any, message_type: Any, limits: EdgeLimits) -> None:
+        self._call = stream
+        self._message_type = message_type
+        self._limits = limits
+
+    async def recv_message(self) -> Any:
+        timeout_s = self._limits.receive_timeout_s
+        try:
+            # A timeout scope, not wait_for: wait_for runs the read as a task of its own, on every call.
+            async with asyncio.timeout(timeout_s):
+                return await _read_request(self._call, self._message_type, self._limits)
+        except TimeoutError as error:
+            raise GRPCError(
+                Status.DEADLINE_EXCEEDED, f"the request message did not arrive within {timeout_s:g}s"
+            ) from error
+
+    async def send_message(self, message: Any) -> None:
+        await self._call.send_message(message)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._call, name)
+
+
+def _guard(
+    path: str, func: StreamHandler, message_type: Any, limits: EdgeLimits, token: str | None
+) -> StreamHandler:
     async def guarded(stream: Any) -> None:
         if token is not None:
             _check_token(stream, token)
-
-        async def receive() -> Any:
-            try:
-                # A timeout scope, not wait_for: wait_for runs the read as a task of its own, on every call.
-                async with asyncio.timeout(limits.receive_timeout_s):
-                    return await _read_request(stream, limits)
-            except TimeoutError as error:
-                raise GRPCError(
-                    Status.DEADLINE_EXCEEDED,
-                    f"the request message did not arrive within {limits.receive_timeout_s:g}s",
-                ) from error
-
-        stream.recv_message = receive
         try:
-            await func(stream)
+            await func(_GuardedStream(stream, message_type, limits))
         except GRPCError:
             raise
         except Exception as error:
@@ -157,9 +191,19 @@ def guard_mapping(
         entry: Any = handler  # grpclib's Handler is an untyped namedtuple
         func, cardinality, request_type, reply_type = entry
         guarded[path] = grpclib.const.Handler(
-            _guard(path, func, limits, token), cardinality, request_type, reply_type
+            _guard(path, func, request_type, limits, token), cardinality, request_type, reply_type
         )
     return guarded
+
+
+def _h2(connection: Connection) -> H2Connection:
+    """The h2 state machine under grpclib's ``connection``.
+
+    grpclib has no setting for SETTINGS_MAX_CONCURRENT_STREAMS and no call that sends GOAWAY
+    (vmagamedov/grpclib#132, open: "No easy way to adjust H2 connection settings"); both are h2 calls on
+    the connection grpclib keeps in this one private attribute.
+    """
+    return getattr(connection, "_connection")  # noqa: B009
 
 
 class _GuardedProtocol(H2Protocol):
@@ -170,8 +214,9 @@ class _GuardedProtocol(H2Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         self._transport = transport
-        h2: Any = getattr(self.connection, "_connection")  # noqa: B009 -- grpclib's H2Connection
-        h2.update_settings({SettingCodes.MAX_CONCURRENT_STREAMS: self.limits.max_concurrent_streams})
+        _h2(self.connection).update_settings(
+            {SettingCodes.MAX_CONCURRENT_STREAMS: self.limits.max_concurrent_streams}
+        )
         self.connection.flush()
         self._loop = asyncio.get_running_loop()
         self._last_received = self._loop.time()
@@ -191,9 +236,8 @@ class _GuardedProtocol(H2Protocol):
             )
             self._timer = self._loop.call_later(max(wait, 0.05), self._check_idle)
             return
-        h2: Any = getattr(self.connection, "_connection")  # noqa: B009 -- grpclib's H2Connection
         try:  # GOAWAY first, so a well-behaved client opens a new connection instead of failing a call
-            h2.close_connection()
+            _h2(self.connection).close_connection()
             self.connection.flush()
         except Exception:  # a half-open or broken connection: just drop it
             log.debug("GOAWAY to an idle connection failed", exc_info=True)
@@ -209,10 +253,11 @@ class GuardedServer(Server):
     whose replies marked as unchanging are encoded once (reply_wire.py)."""
 
     def __init__(self, handlers: list[Any], limits: EdgeLimits) -> None:
-        super().__init__(handlers, codec=ReplyCodec())
+        super().__init__(handlers, codec=SendOnceCodec())
         self.limits = limits
 
     def _protocol_factory(self) -> H2Protocol:
+        # grpclib builds each connection's protocol here and has no public hook for it (grpclib#132).
         plain = super()._protocol_factory()
         guarded = _GuardedProtocol(plain.handler, plain.config, plain.h2_config)
         guarded.limits = self.limits

@@ -3,7 +3,7 @@
 A successful RegisterTrial reply lists the task's tool schemas and nothing about the trial, so every
 trial of a task whose tools are shared gets the same reply (service.py keeps it on the task). Encoding
 it is pure-Python protobuf work over every schema: about 0.6 ms for fifteen tools, once per trial,
-on the runner's event loop. :func:`send_unchanged` marks such a message; :class:`ReplyCodec` (the gRPC
+on the runner's event loop. :func:`send_unchanged` marks such a message; :class:`SendOnceCodec` (the gRPC
 server's codec) encodes it the first time it is sent and sends those bytes from then on.
 
 A marked message must not be changed afterwards. The mark lives as long as the message: it is kept
@@ -17,7 +17,7 @@ from typing import Any
 
 from grpclib.encoding.proto import ProtoCodec
 
-__all__ = ["ReplyCodec", "send_unchanged"]
+__all__ = ["SendOnceCodec", "send_unchanged"]
 
 _WIRE: dict[int, tuple[weakref.ref[Any], list[bytes]]] = {}
 """By ``id`` of a marked message: a weak reference to it (the id is its only while it lives) and its
@@ -37,7 +37,7 @@ def send_unchanged(message: Any) -> None:
     _WIRE[key] = (weakref.ref(message, forget), [])
 
 
-class ReplyCodec(ProtoCodec):
+class SendOnceCodec(ProtoCodec):
     """grpclib's protobuf codec, except that a message marked by :func:`send_unchanged` is encoded
     once and its bytes reused."""
 

@@ -1,8 +1,9 @@
 """Serve the RunnerService: in this process on an ephemeral loopback port, or as a service.
 
 ``start_runner`` is the one public way to get a runner: the host's embedded mode and the pytest
-plugin use it, and so does the ``tolokaforge-runner`` command. With ``serve=False`` nothing listens:
-the runner is called through :meth:`RunnerHandle.in_process_stub` only (in_process.py).
+plugin use it, and so does the ``tolokaforge-runner`` command. Its :attr:`RunnerHandle.runner` is the
+runner in this process behind the Runner interface (lifecycle/local.py), called directly; with
+``serve`` the same runner is also served over gRPC (servicer.py). With ``serve=False`` nothing listens.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from tolokaforge.core.credentials import (
 from tolokaforge.db import StateClient
 
 from ..calls.executor import Isolation, ToolExecutor
+from ..lifecycle.local import LocalRunner
 from ..lifecycle.registry import TrialRegistry
 from ..process.confinement import Confinement
 from ..process.sandbox import Limits
@@ -36,7 +38,6 @@ from ..state.endpoint import StateEndpoint
 from ..trials.golden_memo import GoldenReplay
 from ..trials.scratch import Scratch, new_scratch
 from .guard import EdgeLimits, GuardedServer
-from .in_process import InProcessStub
 from .servicer import RunnerServicer
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,8 @@ class RunnerHandle:
     port: int
     token: str
     """What a gRPC client must present (:meth:`channel` does)."""
+    runner: LocalRunner
+    """The runner in this process: call it directly (it is what the gRPC port serves too)."""
     servicer: RunnerServicer
     _server: Server | None
     _client: StateClient
@@ -111,16 +114,12 @@ class RunnerHandle:
         authorize_channel(channel, self.token)
         return channel
 
-    def in_process_stub(self) -> InProcessStub:
-        """A stub calling this runner directly, from the event loop it was started in."""
-        return InProcessStub(self.servicer)
-
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
         # No tool process outlives the runner: every trial's servers and providers stop here.
-        await self.servicer.registry.close()
+        await self.runner.registry.close()
         await self._endpoint.aclose()
         await self._executor.close()
         kill_all_supervised()  # belt and braces: no child of this runner outlives it
@@ -151,7 +150,7 @@ def _db_tls(settings: RunnerSettings) -> ssl.SSLContext | None:
 
 async def start_runner(settings: RunnerSettings | None = None, *, serve: bool = True) -> RunnerHandle:
     """Start a runner in the current event loop and return once it accepts connections (with ``serve``;
-    without, it is reached through :meth:`RunnerHandle.in_process_stub` alone)."""
+    without, it is called through :attr:`RunnerHandle.runner` alone)."""
     settings = settings or RunnerSettings()
     tls = _tls_context(settings)
     if serve:
@@ -204,9 +203,10 @@ async def start_runner(settings: RunnerSettings | None = None, *, serve: bool = 
         golden_replay=settings.golden_replay,
     )
     registry.start_lease_renewal()
-    servicer = RunnerServicer(registry, executor, store_name=store_name, limits=settings.edge, token=token)
+    runner = LocalRunner(registry, executor)
+    servicer = RunnerServicer(runner, store_name=store_name, limits=settings.edge, token=token)
     if not serve:
-        return RunnerHandle(settings.host, 0, token, servicer, None, client, executor, endpoint, tmp)
+        return RunnerHandle(settings.host, 0, token, runner, servicer, None, client, executor, endpoint, tmp)
     server = GuardedServer([servicer], settings.edge)
     # Bind first so an ephemeral port is known before serving (grpclib does not report it back).
     # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on sockets that say they are TCP, and
@@ -217,7 +217,7 @@ async def start_runner(settings: RunnerSettings | None = None, *, serve: bool = 
     sock.bind((settings.host, settings.port))
     port: int = sock.getsockname()[1]
     await server.start(sock=sock, ssl=tls)
-    return RunnerHandle(settings.host, port, token, servicer, server, client, executor, endpoint, tmp)
+    return RunnerHandle(settings.host, port, token, runner, servicer, server, client, executor, endpoint, tmp)
 
 
 def _tls_context(settings: RunnerSettings) -> ssl.SSLContext | None:

@@ -1,20 +1,23 @@
-"""The RunnerService servicer: decodes requests, delegates, and maps errors to the protocol's answers.
+"""The RunnerService servicer: the gRPC adapter over the runner in this process (lifecycle/local.py).
 
-Nothing here decides anything about trials or tools; see registry.py, executor.py and grading/.
-Protocol rules enforced at this edge (docs/protocol/runner.md#executetool): an empty call_id or tool name, or an
-unknown executor, is a harness bug and fails the RPC with INVALID_ARGUMENT; an unregistered trial is
-TRIAL_NOT_FOUND (never recorded); every other failure is a recorded status with a ToolError. What the
-host may call is what RegisterTrial offered it: a hidden tool is neither listed nor found here.
+Each handler decodes its request into the Runner interface's types, calls the :class:`LocalRunner` the
+embedded host calls too, and encodes the answer; nothing here decides anything about trials, tools or
+grades. What only the wire has is handled here: the engine's protocol version, tasks and parts sent
+once by digest (task_wire.py), the transcript as JSON text, the answers of released trials kept for a
+repeat of a lost reply (released_grades.py), replies encoded once (reply_wire.py), and every typed
+error mapped to the protocol's answer (docs/protocol/runner.md): a caller's bug is INVALID_ARGUMENT, an
+unreachable store UNAVAILABLE, an unregistered trial TRIAL_NOT_FOUND, anything else a typed
+``success = false``.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import re
+from typing import cast
 
 import grpclib
 import grpclib.const
+from cachetools import LRUCache
 from grpclib.const import Status
 
 from tolokaforge.contracts.runner import (
@@ -37,106 +40,123 @@ from tolokaforge.contracts.runner import (
     ResetTrialResponse,
     RunnerServiceBase,
     ToolMetrics,
+    ToolSchema,
 )
 from tolokaforge.contracts.tool import ToolError, ToolErrorCategory
+from tolokaforge.core.errors import UnknownTerminationReasonError
+from tolokaforge.core.protocol import check_engine_protocol_version
+from tolokaforge.core.runner_api import (
+    GradeRequest,
+    GradingFailedError,
+    InfrastructureFailure,
+    InvalidRequestError,
+    RegistrationFailedError,
+    RunnerUnavailableError,
+    StoreConflictError,
+    ToolCallRequest,
+    ToolResult,
+    TrialLostError,
+)
+from tolokaforge.core.termination import parse_termination_reason
+from tolokaforge.core.transcript import Executor, decode_transcript_wire
 from tolokaforge.db import DBServiceError, StoreUnreachableError
 
-from .. import __version__
-from ..calls.executor import ToolExecutor
-from ..errors import GradingFailure, InvalidRequestError, RegistrationError, TrialNotFoundError
-from ..grading import grade_trial
-from ..lifecycle.registry import TrialRegistry
-from ..lifecycle.released_grades import ReleasedGrades
-from ..trials.task_cache import TaskParts
+from ..errors import RegistrationError, TrialNotFoundError
+from ..lifecycle.local import LocalRunner
 from .guard import EdgeLimits, guard_mapping
+from .released_grades import ReleasedGrades
 from .reply_wire import send_unchanged
+from .task_wire import TaskParts, TaskWire
 
 __all__ = ["RunnerServicer"]
 
-log = logging.getLogger(__name__)
-
-EXECUTORS = ("agent", "user")
+REPLIES_KEPT = 256
+"""Encoded RegisterTrial replies kept, one per task whose trials all get the task's own tools."""
 
 
 class RunnerServicer(RunnerServiceBase):
     def __init__(
         self,
-        registry: TrialRegistry,
-        executor: ToolExecutor,
+        runner: LocalRunner,
         *,
         store_name: str,
         limits: EdgeLimits | None = None,
         token: str | None = None,
     ) -> None:
-        self.registry = registry
+        self.runner = runner
         self.token = token
-        """What every call over gRPC must present (None: no check; the in-process stub needs none)."""
-        self.executor = executor
+        """What every call must present (None: no check)."""
         self.store_name = store_name
         self.limits = limits or EdgeLimits()
         self.released = ReleasedGrades()
+        self.tasks = TaskWire()
+        self._replies: LRUCache[int, tuple[tuple[ToolSchema, ...], RegisterTrialResponse]] = LRUCache(
+            REPLIES_KEPT
+        )
 
     def __mapping__(self) -> dict[str, grpclib.const.Handler]:
         # Every handler checks the token, decodes its request under the limits and answers typed
-        # errors (grpc_edge.py).
+        # errors (guard.py).
         return guard_mapping(super().__mapping__(), self.limits, self.token)
 
     async def register_trial(self, message: RegisterTrialRequest) -> RegisterTrialResponse:
+        skew = check_engine_protocol_version(message.engine_protocol_version)
+        if skew is not None:
+            return _refused(skew, RegistrationErrorKind.VERSION_SKEW, retryable=False)
+        if not message.trial_id:
+            return _refused("trial_id is empty", RegistrationErrorKind.INVALID_SPEC, retryable=False)
         try:
-            trial = await self.registry.register(
-                message.trial_id,
+            spec = self.tasks.decode(
                 message.trial_spec_json,
-                engine_protocol_version=message.engine_protocol_version,
-                default_tool_timeout_s=message.default_tool_timeout_s,
-                task_json=message.task_json,
-                task_digest=message.task_digest,
-                parts=TaskParts(
-                    code_json=message.code_json,
-                    code_digest=message.code_digest,
-                    tables_json=message.tables_json,
-                    tables_digest=message.tables_digest,
-                ),
+                message.task_json,
+                message.task_digest,
+                TaskParts(message.code_json, message.code_digest, message.tables_json, message.tables_digest),
             )
         except RegistrationError as error:
-            return RegisterTrialResponse(
-                success=False, error=str(error), error_kind=error.kind, retryable=error.retryable
+            return _refused(str(error), error.kind, retryable=error.retryable)
+        if spec.trial_id != message.trial_id:
+            return _refused(
+                f"trial_id {message.trial_id!r} differs from the TrialSpec's trial_id {spec.trial_id!r}",
+                RegistrationErrorKind.INVALID_SPEC,
+                retryable=False,
             )
-        except StoreUnreachableError as error:  # after the state existed (snapshot, init actions)
-            return RegisterTrialResponse(
-                success=False,
-                error=f"the state store is unreachable: {error.message}",
-                error_kind=RegistrationErrorKind.STATE_STORE,
-                retryable=True,
+        try:
+            registered = await self.runner.register(
+                spec, default_tool_timeout_s=message.default_tool_timeout_s, tables_from_json=True
             )
+        except RegistrationFailedError as error:
+            return _refused(str(error), error.kind, retryable=error.retryable)
         self.released.forget(message.trial_id)  # the id is a new trial now: its old grade is not its
-        shared = trial.shared_reply
-        if shared is not None and shared.message is not None:
-            return shared.message
-        agent, user = trial.agent_tools.schemas(), trial.user_tools.schemas()
+        return self._reply(registered.agent_tools, registered.user_tools)
+
+    def _reply(self, agent: tuple[ToolSchema, ...], user: tuple[ToolSchema, ...]) -> RegisterTrialResponse:
+        """The reply listing these tools; the same reply object (encoded once) for the same tool tuples."""
+        kept = self._replies.get(id(agent))
+        if kept is not None and kept[0] is agent and kept[1].num_user_tools == len(user):
+            return kept[1]
         reply = RegisterTrialResponse(
-            success=True, tool_schemas=agent + user, num_agent_tools=len(agent), num_user_tools=len(user)
+            success=True, tool_schemas=[*agent, *user], num_agent_tools=len(agent), num_user_tools=len(user)
         )
-        if shared is not None:
-            shared.message = reply
-            send_unchanged(reply)
+        self._replies[id(agent)] = (agent, reply)  # held, so that the id stays the tuple's
+        send_unchanged(reply)
         return reply
 
     async def execute_tool(self, message: ExecuteToolRequest) -> ExecuteToolResponse:
-        if not message.call_id:
-            raise grpclib.GRPCError(
-                Status.INVALID_ARGUMENT,
-                "ExecuteToolRequest.call_id is empty: every call needs the trial's episode-unique tool-call id",
-            )
-        if not message.tool_name:
-            raise grpclib.GRPCError(Status.INVALID_ARGUMENT, "ExecuteToolRequest.tool_name is empty")
-        if message.executor not in EXECUTORS:
-            raise grpclib.GRPCError(
-                Status.INVALID_ARGUMENT,
-                f"ExecuteToolRequest.executor must be one of {', '.join(EXECUTORS)}, got {message.executor!r}",
-            )
+        call = ToolCallRequest(
+            trial_id=message.trial_id,
+            call_id=message.call_id,
+            tool_name=message.tool_name,
+            arguments_json=message.arguments_json,
+            executor=cast(Executor, message.executor),  # checked by the runner: INVALID_ARGUMENT otherwise
+            timeout_s=message.timeout_seconds,
+        )
         try:
-            trial = self.registry.get(message.trial_id)
-        except TrialNotFoundError as error:
+            result = await self.runner.execute(call)
+        except InvalidRequestError as error:
+            raise grpclib.GRPCError(Status.INVALID_ARGUMENT, str(error)) from error
+        except InfrastructureFailure as failure:
+            result = failure.result  # answered as recorded: the wire marks it in the ToolError's details
+        except TrialLostError as error:
             return ExecuteToolResponse(
                 status=ExecutionStatus.TRIAL_NOT_FOUND,
                 error_message=str(error),
@@ -145,86 +165,52 @@ class RunnerServicer(RunnerServiceBase):
                     category=ToolErrorCategory.NOT_FOUND, message=str(error), retryable=False
                 ),
             )
-        outcome = await self.executor.call(
-            trial,
-            call_id=message.call_id,
-            tool_name=message.tool_name,
-            arguments_json=message.arguments_json,
-            executor=message.executor,
-            timeout_seconds=message.timeout_seconds,
-            offered_only=True,  # the host's callers never reach a hidden tool
-        )
-        metrics = ToolMetrics(
-            latency_seconds=outcome.latency_seconds,
-            exit_code=outcome.exit_code or 0,  # proto3 int32: 0 also when no process ran
-            state_mutations=outcome.state_mutations,
-        )
-        failure = outcome.failure
-        if failure is None:
-            return ExecuteToolResponse(status=outcome.status, output=outcome.output, metrics=metrics)
-        return ExecuteToolResponse(
-            status=outcome.status,
-            error_message=failure.message,
-            metrics=metrics,
-            reported_by_tool=outcome.reported,
-            tool_error=ToolError(
-                category=failure.category,
-                message=failure.message,
-                retryable=failure.retryable,
-                details_json=json.dumps(failure.details, default=str) if failure.details else "",
-            ),
-        )
+        return _tool_response(result)
 
     async def grade_trial(self, message: GradeTrialRequest) -> GradeTrialResponse:
-        answer = await self._grade(message)
-        if answer.released:  # the request again, answered from what its release kept: nothing to do
-            return answer
-        if message.release and answer.error_kind != GradeErrorKind.TRIAL_NOT_FOUND:
-            answer.released = await self._release(message.trial_id)
-            if answer.released:
-                self.released.keep(message.trial_id, answer)
-        return answer
-
-    async def _release(self, trial_id: str) -> bool:
-        """Forget a graded trial as CleanupTrial would; False (the caller cleans up) if that failed."""
+        released = self.released.get(message.trial_id)
         try:
-            await self.registry.cleanup(trial_id)
-        except (StoreUnreachableError, DBServiceError, RegistrationError) as error:
-            log.warning("releasing graded trial %s failed: %s", trial_id, _describe(error))
-            return False
-        return True
-
-    async def _grade(self, message: GradeTrialRequest) -> GradeTrialResponse:
-        try:
-            trial = self.registry.get(message.trial_id)
-            grade = await grade_trial(trial, message, self.executor)
-        except InvalidRequestError as error:
+            termination = parse_termination_reason(message.termination_reason)
+        except UnknownTerminationReasonError as error:
+            # An unknown reason fails the RPC: parsing it to "none" would mislabel the trial's health.
             raise grpclib.GRPCError(Status.INVALID_ARGUMENT, str(error)) from error
-        except TrialNotFoundError as error:
-            released = self.released.get(message.trial_id)
+        try:
+            messages = (
+                decode_transcript_wire(message.llm_messages_json) if message.llm_messages_json else None
+            )
+        except ValueError as error:
+            return GradeTrialResponse(
+                success=False,
+                error=f"Trial '{message.trial_id}' is not gradeable: {type(error).__name__}: {error}",
+                error_kind=GradeErrorKind.NOT_GRADEABLE,
+            )
+        request = GradeRequest(
+            trial_id=message.trial_id,
+            messages=messages,
+            termination=termination,
+            components=frozenset(message.grading_components),
+            release=message.release,
+        )
+        try:
+            result = await self.runner.grade(request)
+        except TrialLostError as error:
             if released is not None:  # graded and released already: this is that request again
                 return released
             return GradeTrialResponse(
                 success=False, error=str(error), error_kind=GradeErrorKind.TRIAL_NOT_FOUND
             )
-        except GradingFailure as error:
-            if isinstance(error.__cause__, StoreUnreachableError):
-                raise _unavailable(error.__cause__) from error
+        except GradingFailedError as error:
             return GradeTrialResponse(success=False, error=str(error), error_kind=error.kind)
-        except StoreUnreachableError as error:  # the host retries; past its budget the trial is unfinished
-            raise _unavailable(error) from error
-        except Exception as error:  # anything else escaping the grading path is still an answer, not a crash
-            log.exception("grading trial %s failed", message.trial_id)
-            return GradeTrialResponse(
-                success=False,
-                error=f"Grading error: {type(error).__name__}: {error}",
-                error_kind=GradeErrorKind.GRADING_ERROR,
-            )
-        return GradeTrialResponse(success=True, grade=grade)
+        except RunnerUnavailableError as error:  # the host retries; past its budget the trial is unfinished
+            raise grpclib.GRPCError(Status.UNAVAILABLE, str(error)) from error
+        answer = GradeTrialResponse(success=True, grade=result.grade, released=result.released)
+        if result.released:
+            self.released.keep(message.trial_id, answer)
+        return answer
 
     async def get_state(self, message: GetStateRequest) -> GetStateResponse:
         try:
-            state, hashes = await self.registry.read_state(
+            state, hashes = await self.runner.registry.read_state(
                 message.trial_id, tables=list(message.tables) or None, stable=not message.include_unstable
             )
         except StoreUnreachableError as error:
@@ -240,7 +226,7 @@ class RunnerServicer(RunnerServiceBase):
 
     async def reset_trial(self, message: ResetTrialRequest) -> ResetTrialResponse:
         try:
-            hashes = await self.registry.reset(
+            hashes = await self.runner.registry.reset(
                 message.trial_id, run_init_actions=message.execute_init_actions
             )
         except StoreUnreachableError as error:
@@ -251,39 +237,53 @@ class RunnerServicer(RunnerServiceBase):
 
     async def cleanup_trial(self, message: CleanupTrialRequest) -> CleanupTrialResponse:
         self.released.forget(message.trial_id)
-        if not _TRIAL_ID.fullmatch(message.trial_id) and message.trial_id not in self.registry.trial_ids():
-            return CleanupTrialResponse(success=True)  # no state can exist under such an id
         try:
-            await self.registry.cleanup(message.trial_id)
-        except StoreUnreachableError as error:
-            raise _unavailable(error) from error
-        except (DBServiceError, RegistrationError) as error:
-            # Something of the trial remains (another runner's live lease, a store refusal): not done.
-            return CleanupTrialResponse(success=False, error=_describe(error))
+            await self.runner.release(message.trial_id)
+        except StoreConflictError as error:
+            # Something of the trial remains (another runner's live lease): not done.
+            return CleanupTrialResponse(success=False, error=str(error))
+        except RunnerUnavailableError as error:
+            if isinstance(error.__cause__, StoreUnreachableError):
+                raise grpclib.GRPCError(Status.UNAVAILABLE, str(error)) from error
+            return CleanupTrialResponse(success=False, error=str(error))
         return CleanupTrialResponse(success=True)
 
     async def health_check(self, message: HealthCheckRequest) -> HealthCheckResponse:
-        client = self.registry.client
-        try:
-            health = await client.health()
-            connected = health.status == "healthy"
-        except Exception as error:  # any failure to reach the store is "not connected", never a crash
-            log.warning("state store health check failed: %s", error)
-            connected = False
-        tools_healthy, isolation = await self.executor.health()
+        health = await self.runner.health()
         return HealthCheckResponse(
-            status="healthy" if connected and tools_healthy else "degraded",
-            version=__version__,
-            num_active_trials=len(self.registry),
-            db_service_connected=connected,
-            available_adapters=["tau_sync", "mcp", "provider", *isolation],
+            status=health.status,
+            version=health.version,
+            num_active_trials=health.active_trials,
+            db_service_connected=health.store_connected,
+            available_adapters=list(health.adapters),
             accepts_task_digest=True,
             accepts_task_parts=True,
         )
 
 
-_TRIAL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:#@-]{0,199}")
-"""The DB contract's TrialId: the store can hold nothing under any other id."""
+def _refused(error: str, kind: RegistrationErrorKind, *, retryable: bool) -> RegisterTrialResponse:
+    return RegisterTrialResponse(success=False, error=error, error_kind=kind, retryable=retryable)
+
+
+def _tool_response(result: ToolResult) -> ExecuteToolResponse:
+    metrics = ToolMetrics(
+        latency_seconds=result.latency_s, exit_code=result.exit_code, state_mutations=result.state_mutations
+    )
+    failure = result.failure
+    if failure is None:
+        return ExecuteToolResponse(status=result.status, output=result.output, metrics=metrics)
+    return ExecuteToolResponse(
+        status=result.status,
+        error_message=failure.message,
+        metrics=metrics,
+        reported_by_tool=result.reported_by_tool,
+        tool_error=ToolError(
+            category=failure.category,
+            message=failure.message,
+            retryable=failure.retryable,
+            details_json=json.dumps(dict(failure.details), default=str) if failure.details else "",
+        ),
+    )
 
 
 def _unavailable(error: StoreUnreachableError) -> grpclib.GRPCError:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ITEMS", "ComponentResult", "ItemResult", "KeyLedger"]
+from tolokaforge.contracts.runner import GradeReason, GradeReasonVerdict
+
+__all__ = ["ITEMS", "ComponentResult", "ItemResult", "KeyLedger", "note", "verdict_of"]
 
 ITEMS = "items"
 """The ComponentResult.extra key of a list-shaped component's rows (Grade.component_items)."""
@@ -23,6 +25,32 @@ class ComponentResult:
     """Extra lines for Grade.reasons: recorded skips and unconsulted settings."""
     extra: dict[str, Any] = field(default_factory=lambda: {})
     """Component-specific payload for the Grade (state diff, custom check rows)."""
+    verdict: GradeReasonVerdict | None = None
+    """The segment's verdict when the score does not say it (an errored judge); None: from the score."""
+    parts: list[GradeReason] = field(default_factory=lambda: [])
+    """The segment as typed reasons, when it is made of several (``segment`` is their messages
+    joined); empty: the segment is one reason."""
+
+    def reasons(self) -> list[GradeReason]:
+        """The segment as typed reasons (the notes are the caller's: they come later in a grade)."""
+        if self.parts:
+            return list(self.parts)
+        if not self.segment:
+            return []
+        verdict = self.verdict if self.verdict is not None else verdict_of(self.score)
+        return [GradeReason(kind=self.name, verdict=verdict, message=self.segment)]
+
+
+def verdict_of(score: float | None) -> GradeReasonVerdict:
+    if score is None:
+        return GradeReasonVerdict.NOTE
+    if score >= 1.0:
+        return GradeReasonVerdict.MET
+    return GradeReasonVerdict.FAILED if score <= 0.0 else GradeReasonVerdict.PARTIAL
+
+
+def note(kind: str, message: str) -> GradeReason:
+    return GradeReason(kind=kind, verdict=GradeReasonVerdict.NOTE, message=message)
 
 
 @dataclass(frozen=True)

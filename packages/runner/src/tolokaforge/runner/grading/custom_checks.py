@@ -1,7 +1,7 @@
 """Custom checks: the pack's own Python checks, run in a separate process with a deadline.
 
 The checks file (``custom_checks.file``, relative to the task's code root) is run by the harness in
-``tolokaforge.core.grading.checks_runner`` in a fresh interpreter -- a supervised child in its own
+``tolokaforge.sdk.checks_runner`` in a fresh interpreter -- a supervised child in its own
 session, under the runner's limits, with a scrubbed environment -- so a check cannot touch the runner,
 hang it, or crash it, and whatever it starts dies with it. Both styles run: ``@init``/``@check`` functions (checks_interface) receiving the
 CheckContext, and ``check_<name>(state, transcript)`` functions. The checks file's folder and every
@@ -33,7 +33,7 @@ from .component import ComponentResult
 
 __all__ = ["CheckEvidence", "run_custom_checks"]
 
-HARNESS_MODULE = "tolokaforge.core.grading.checks_runner"
+HARNESS_MODULE = "tolokaforge.sdk.checks_runner"
 _UNSCORED = "unscored (fail_on_error: false)"
 
 

@@ -5,7 +5,7 @@ fails before anything else), refuse what cannot be graded as authored, resolve g
 (before any write), then the components -- what reads the state as the agent left it (file checks,
 env assertions) before the golden replay -- the accounted-keys ledger, the fold, and last the task's
 ``zero_unless_ended_by`` rule. A failure anywhere
-raises a GradingFailure carrying the error-table message (service.py answers success=false with it);
+raises a GradingFailure carrying the error-table message (edge/servicer.py answers success=false with it);
 a grade is never approximated.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,31 +21,26 @@ from tolokaforge.contracts.runner import (
     ComponentItemResult,
     Grade,
     GradeComponents,
-    GradeTrialRequest,
+    GradeReason,
+    GradeReasonVerdict,
     JudgeStatus,
 )
-from tolokaforge.core.errors import UnknownTerminationReasonError
 from tolokaforge.core.models import COMPONENT_NAMES, GradingConfig
-from tolokaforge.core.termination import TerminationReason, parse_termination_reason
+from tolokaforge.core.runner_api import GradeRequest
 from tolokaforge.core.transcript.messages import Message
 from tolokaforge.core.transcript.timeline import NO_EVENTS_SKIP_REASON, TrialTimeline, build_trial_timeline
-from tolokaforge.core.transcript.wire import (
-    decode_transcript_wire,
-    encode_transcript_wire,
-    split_leading_system_message,
-)
+from tolokaforge.core.transcript.wire import encode_transcript_wire, split_leading_system_message
 from tolokaforge.core.value_tables import present
 
 from ..calls.executor import ToolExecutor
 from ..errors import (
     GradingFailure,
     HashGradingFailed,
-    InvalidRequestError,
     NotGradeable,
     UnresolvableGoldenAction,
 )
 from ..trials.context import TrialContext
-from .component import ITEMS, ComponentResult, ItemResult, KeyLedger
+from .component import ITEMS, ComponentResult, ItemResult, KeyLedger, note
 from .custom_checks import CheckEvidence, run_custom_checks
 from .env_assertions import evaluate_env_assertions
 from .file_checks import evaluate_file_checks
@@ -70,30 +66,17 @@ _HASH_WEIGHT_NOT_CONSULTED = (
 )
 
 
-async def grade_trial(trial: TrialContext, request: GradeTrialRequest, executor: ToolExecutor) -> Grade:
-    """The trial's grade; :class:`GradingFailure` (or InvalidRequestError) when none can be given."""
-    try:
-        termination = parse_termination_reason(request.termination_reason)
-    except UnknownTerminationReasonError as error:
-        # An unknown reason fails the RPC: parsing it to "none" would mislabel the trial's health.
-        raise InvalidRequestError(str(error)) from error
-    return await _grade(trial, request, executor, termination)
-
-
-async def _grade(
-    trial: TrialContext,
-    request: GradeTrialRequest,
-    executor: ToolExecutor,
-    termination: TerminationReason | None,
-) -> Grade:
+async def grade_trial(trial: TrialContext, request: GradeRequest, executor: ToolExecutor) -> Grade:
+    """The trial's grade; :class:`GradingFailure` when none can be given."""
+    termination = request.termination
     trial_id = trial.trial_id
     config = trial.spec.task.grading
-    agent_system_prompt, messages = _decode(trial_id, request.llm_messages_json)
+    agent_system_prompt, messages = _split(request.messages)
     try:
         timeline = build_trial_timeline(messages, trial.history, termination)
     except ValueError as error:
         raise NotGradeable(trial_id, error) from error
-    requested = _requested_components(trial_id, request)
+    requested = _requested_components(trial_id, request.components)
     check_gradeable_as_authored(trial_id, trial.spec.task, has_judge_model=trial.spec.judge_model is not None)
     ledger = KeyLedger()
     state_checks = config.state_checks
@@ -102,8 +85,8 @@ async def _grade(
         try:
             resolved = resolve_golden_action_names(
                 state_checks.golden_actions,
-                trial.agent_tools.names(),
-                user_registered=trial.user_tools.names(),
+                trial.tools.agent.names(),
+                user_registered=trial.tools.user.names(),
             )
         except UnresolvableGoldenAction as error:
             raise HashGradingFailed(f"UnresolvableGoldenAction: {error}") from error
@@ -158,8 +141,8 @@ async def _grade(
                 config.custom_checks,
                 _code_root(trial),
                 _check_evidence(trial, messages),
-                confinement=trial.confinement,
-                cgroup=trial.cgroup,
+                confinement=trial.processes.confinement,
+                cgroup=trial.processes.cgroup,
             )
             custom_rows = custom.extra.get("rows", [])
             results.append(custom)
@@ -189,10 +172,11 @@ async def _grade(
         )
     except ValueError as error:
         raise NotGradeable(trial_id, error) from error
-    reasons = [r.segment for r in results if r.segment]
-    reasons += [note for r in results for note in r.notes] + ledger.skip_notes()
+    reasons = [reason for r in results for reason in r.reasons()]
+    reasons += [note(r.name, text) for r in results for text in r.notes]
+    reasons += [note("skipped", text) for text in ledger.skip_notes()]
     if folded.sentence:
-        reasons.append(folded.sentence)
+        reasons.append(note("grade", folded.sentence))
     trace_extra = trace.extra if trace is not None else {}
     # A tripped trace gate fails the trial whatever the fold says.
     passed, score = folded.passed and not trace_extra.get(TRACE_GATE_FAILED, False), folded.score
@@ -208,7 +192,13 @@ async def _grade(
             f"ended by {termination.value}" if termination is not None else "reported no termination reason"
         )
         allowed = " or ".join(ending)
-        reasons.append(f"{ended}; this task scores 0 unless it ends by {allowed}")
+        reasons.append(
+            GradeReason(
+                kind="grade",
+                verdict=GradeReasonVerdict.FAILED,
+                message=f"{ended}; this task scores 0 unless it ends by {allowed}",
+            )
+        )
         passed, score = False, 0.0
     return Grade(
         binary_pass=passed,
@@ -224,7 +214,8 @@ async def _grade(
             tau2_communicate=scores.get("tau2_communicate"),
             terminal_tests=scores.get("terminal_tests"),
         ),
-        reasons=" | ".join(reasons),
+        reasons=" | ".join(reason.message for reason in reasons),
+        reason_items=reasons,
         state_diff_json=json.dumps(state_diff, default=str) if state_diff else "",
         custom_checks=custom_rows,
         criterion_results=judge.criterion_results if judge is not None else [],
@@ -244,7 +235,7 @@ async def _file_checks(
         return None
     ledger.evaluate("state_checks.files")
     # Blocking reads of files the trial wrote (bounded, but a slow disk is still slow): off the loop.
-    return await asyncio.to_thread(evaluate_file_checks, config.state_checks.files, trial.workspace)
+    return await asyncio.to_thread(evaluate_file_checks, config.state_checks.files, trial.files.workspace)
 
 
 async def _env_assertions(
@@ -271,7 +262,10 @@ async def _terminal_tests(
     ledger.evaluate("terminal_tests")
     try:
         return await run_terminal_tests(
-            config.terminal_tests, trial.workspace, confinement=trial.confinement, cgroup=trial.cgroup
+            config.terminal_tests,
+            trial.files.workspace,
+            confinement=trial.processes.confinement,
+            cgroup=trial.processes.cgroup,
         )
     except TerminalTestsUnavailable as error:
         raise NotGradeable(trial.trial_id, error) from error
@@ -351,7 +345,7 @@ async def _state_checks(
     if state_checks.jsonpaths:
         ledger.evaluate("state_checks.jsonpaths")
         async with trial.lock:
-            jsonpaths = evaluate_jsonpaths(state_checks.jsonpaths, present(trial.mirror.tables))
+            jsonpaths = evaluate_jsonpaths(state_checks.jsonpaths, present(trial.state.mirror.tables))
     checks = _checks_part(jsonpaths, len(state_checks.jsonpaths), files, len(state_checks.files))
     if checks is not None:
         parts.append(checks)
@@ -376,7 +370,8 @@ async def _state_checks(
             notes.append(_HASH_WEIGHT_NOT_CONSULTED)
     segment = " | ".join(p.segment for p in parts)
     extra = {k: v for p in parts for k, v in p.extra.items()}
-    return ComponentResult("state_checks", score, segment, notes=notes, extra=extra)
+    typed = [reason for p in parts for reason in p.reasons()]
+    return ComponentResult("state_checks", score, segment, notes=notes, extra=extra, parts=typed)
 
 
 def _checks_part(
@@ -390,32 +385,30 @@ def _checks_part(
         return present[0][0]
     held = sum((part.score or 0.0) * n for part, n in present)
     segment = " | ".join(part.segment for part, _ in present)
-    return ComponentResult("checks", held / (n_jsonpaths + n_files), segment)
+    typed = [reason for part, _ in present for reason in part.reasons()]
+    return ComponentResult("checks", held / (n_jsonpaths + n_files), segment, parts=typed)
 
 
-def _decode(trial_id: str, payload: str) -> tuple[str | None, list[Message] | None]:
+def _split(messages: Sequence[Message] | None) -> tuple[str | None, list[Message] | None]:
     """The leading system message (the agent's policy) and the rest; (None, None) when none was sent."""
-    if not payload:
+    if messages is None:
         return None, None
-    try:
-        return split_leading_system_message(decode_transcript_wire(payload))
-    except ValueError as error:
-        raise NotGradeable(trial_id, error) from error
+    return split_leading_system_message(list(messages))
 
 
 def _transcript_dicts(messages: list[Message] | None) -> list[dict[str, Any]]:
     return json.loads(encode_transcript_wire(messages)) if messages else []
 
 
-def _requested_components(trial_id: str, request: GradeTrialRequest) -> set[str]:
-    if not request.grading_components:
+def _requested_components(trial_id: str, components: frozenset[str]) -> set[str]:
+    if not components:
         return set(COMPONENT_NAMES)
-    unknown = sorted(set(request.grading_components) - set(COMPONENT_NAMES))
+    unknown = sorted(components - set(COMPONENT_NAMES))
     if unknown:
         raise NotGradeable(
             trial_id, ValueError(f"grading_components names {unknown}; known: {', '.join(COMPONENT_NAMES)}")
         )
-    return set(request.grading_components)
+    return set(components)
 
 
 def _skip_unrequested(ledger: KeyLedger, config: GradingConfig, component: str) -> None:
@@ -437,7 +430,7 @@ def _configured_components(ledger: KeyLedger) -> list[str]:
 def _check_evidence(trial: TrialContext, messages: list[Message] | None) -> CheckEvidence:
     task = trial.spec.task
     return CheckEvidence(
-        final_state=present(trial.mirror.tables),
+        final_state=present(trial.state.mirror.tables),
         transcript=_transcript_dicts(messages),
         initial_state=present(task.initial_state.tables),
         task={
@@ -451,4 +444,4 @@ def _check_evidence(trial: TrialContext, messages: list[Message] | None) -> Chec
 
 
 def _code_root(trial: TrialContext) -> Path | None:
-    return trial.code_root
+    return trial.files.code_root

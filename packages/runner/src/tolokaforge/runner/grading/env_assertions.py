@@ -18,13 +18,13 @@ import json
 from typing import Any
 
 from tolokaforge.contracts.runner import ExecutionStatus
+from tolokaforge.core.json_values import json_equal
 from tolokaforge.core.models import EnvAssertion, EnvAssertionsConfig
 
 from ..calls.executor import ToolExecutor
 from ..errors import EnvAssertionFailed
 from ..trials.context import TrialContext
 from .component import ITEMS, ComponentResult, ItemResult
-from .jsonpath_checks import json_equal
 from .kept_state import kept_trial_state
 
 __all__ = ["PRE_ASSERTIONS_SNAPSHOT", "evaluate_env_assertions"]
@@ -39,13 +39,13 @@ async def evaluate_env_assertions(
     answers: list[Any] = []
     if config.assertions:
         async with trial.lock:
-            await trial.mirror.refresh()
+            await trial.state.mirror.refresh()
             async with kept_trial_state(trial, PRE_ASSERTIONS_SNAPSHOT) as kept:
                 if kept.saved is None:
-                    await trial.mirror.reload()  # out of step: work on what the store holds
+                    await trial.state.mirror.reload()  # out of step: work on what the store holds
                 else:
                     # The same tables, shared: the first write to one copies it, so what was set aside stays.
-                    trial.mirror.start_from(kept.saved.tables, kept.saved.version)
+                    trial.state.mirror.start_from(kept.saved.tables, kept.saved.version)
                 for index, assertion in enumerate(config.assertions):
                     answers.append(await _answer(trial, executor, index, assertion))
     items = [

@@ -18,9 +18,8 @@ from tolokaforge.core.state_diff import diff_states
 
 from ..calls.executor import ToolExecutor
 from ..errors import HashGradingFailed
-from ..lifecycle.registry import INITIALIZED_SNAPSHOT
 from ..tools.state_sync import push_state
-from ..trials.context import TrialContext
+from ..trials.context import INITIALIZED_SNAPSHOT, TrialContext
 from ..trials.golden_memo import GoldenOutcome, MemoKey
 from .component import ComponentResult
 from .kept_state import kept_trial_state
@@ -56,20 +55,20 @@ async def grade_hash(
     reused = None if key is None or trial.golden_memo is None else trial.golden_memo.trusted(key)
     if reused is not None:
         return await _compare_with(trial, reused)
-    client = trial.mirror.client
+    client = trial.state.mirror.client
     trial_id = trial.trial_id
     async with trial.lock:
-        await trial.mirror.refresh()
+        await trial.state.mirror.refresh()
         trial_hashes = await client.get_hashes(trial_id)
         golden_state: Mapping[str, Any] | None = None
         golden_from_mirror = False
         async with kept_trial_state(trial, PRE_GOLDEN_SNAPSHOT) as kept:
-            if trial.has_initialized_snapshot:
+            if trial.state.has_initialized_snapshot:
                 start = await client.restore_snapshot(trial_id, INITIALIZED_SNAPSHOT)
             else:
                 start = await client.reset(trial_id)
-            trial.mirror.start_from(trial.start_tables, start.version)
-            await push_state(trial.sources, trial.mirror.tables)
+            trial.state.mirror.start_from(trial.state.start_tables, start.version)
+            await push_state(trial.tools.sources, trial.state.mirror.tables)
             for index, (name, action) in enumerate(zip(resolved, actions, strict=True)):
                 outcome = await executor.call_locked(
                     trial,
@@ -86,10 +85,10 @@ async def grade_hash(
                 why = outcome.failure.message if outcome.failure else outcome.status.name
                 raise HashGradingFailed(f"golden action [{index}] {name} failed to replay: {why}")
             golden = await client.get_hashes(trial_id)
-            in_step = golden.version == trial.mirror.version and not trial.mirror.stale
-            golden_tables = trial.mirror.share() if in_step else None
+            in_step = golden.version == trial.state.mirror.version and not trial.state.mirror.stale
+            golden_tables = trial.state.mirror.share() if in_step else None
             if key is not None and trial.golden_memo is not None and golden_tables is not None:
-                outcome = GoldenOutcome(golden.stable_hash, golden_tables, trial.start_tables)
+                outcome = GoldenOutcome(golden.stable_hash, golden_tables, trial.state.start_tables)
                 trial.golden_memo.record(key, outcome)
             if golden.stable_hash != trial_hashes.stable_hash:
                 if golden_tables is not None:
@@ -100,35 +99,37 @@ async def grade_hash(
             return ComponentResult("hash", 1.0, "State: hash match")
         saved = kept.saved
         shared = saved is not None and golden_from_mirror
-        trial_state = trial.mirror.share() if saved is not None else (await client.get_state(trial_id)).tables
-    return _mismatch(trial, golden_state, trial_state, trial.start_tables if shared else None)
+        trial_state = (
+            trial.state.mirror.share() if saved is not None else (await client.get_state(trial_id)).tables
+        )
+    return _mismatch(trial, golden_state, trial_state, trial.state.start_tables if shared else None)
 
 
 def memo_key(trial: TrialContext) -> MemoKey | None:
     """What a golden outcome of ``trial`` is kept under, or None: this trial's replay is not reusable
     (golden_memo.py says which trials are)."""
-    if trial.golden_memo is None or trial.sources or trial.has_initialized_snapshot:
+    if trial.golden_memo is None or trial.tools.sources or trial.state.has_initialized_snapshot:
         return None
-    if trial.initial_hash is None or trial.code_package is None:
+    if trial.state.initial_hash is None or trial.files.code_package is None:
         return None
-    return (trial.initial_hash, trial.code_package)
+    return (trial.state.initial_hash, trial.files.code_package)
 
 
 async def _compare_with(trial: TrialContext, golden: GoldenOutcome) -> ComponentResult:
     """The verdict against a golden outcome reused from earlier replays of the task."""
-    client = trial.mirror.client
+    client = trial.state.mirror.client
     async with trial.lock:
-        await trial.mirror.refresh()
+        await trial.state.mirror.refresh()
         hashes = await client.get_hashes(trial.trial_id)
         if hashes.stable_hash == golden.stable_hash:
             return ComponentResult("hash", 1.0, "State: hash match")
-        if hashes.version == trial.mirror.version and not trial.mirror.stale:
-            trial_state: Mapping[str, Any] = trial.mirror.share()
+        if hashes.version == trial.state.mirror.version and not trial.state.mirror.stale:
+            trial_state: Mapping[str, Any] = trial.state.mirror.share()
         else:
             trial_state = (await client.get_state(trial.trial_id)).tables
     # The records of the task's shared start are the same objects on both sides only when this trial
     # started from the very tables the replay did.
-    common = golden.base if golden.base is trial.start_tables else None
+    common = golden.base if golden.base is trial.state.start_tables else None
     return _mismatch(trial, golden.tables, trial_state, common)
 
 

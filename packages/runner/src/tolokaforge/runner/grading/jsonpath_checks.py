@@ -16,6 +16,7 @@ from typing import Any, cast
 from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
 from jsonpath_ng.ext.parser import parse
 
+from tolokaforge.core.json_values import json_equal
 from tolokaforge.core.models import JsonPathCheck
 
 from .component import ComponentResult
@@ -134,21 +135,3 @@ def _contains(actual: Any, expected: Any, *, fold: bool) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def json_equal(left: Any, right: Any) -> bool:
-    """Equality as JSON means it: ``true`` is not ``1``, ``1`` equals ``1.0``, containers compare deeply."""
-    same_type: bool = type(left) is type(right)  # pyright: ignore[reportUnknownArgumentType]
-    if isinstance(left, bool) or isinstance(right, bool):
-        return same_type and left == right
-    if _is_number(left) and _is_number(right):
-        return bool(left == right)
-    if isinstance(left, list) and isinstance(right, list):
-        a = cast(list[Any], left)
-        b = cast(list[Any], right)
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(left, dict) and isinstance(right, dict):
-        c = cast(dict[Any, Any], left)
-        d = cast(dict[Any, Any], right)
-        return c.keys() == d.keys() and all(json_equal(c[k], d[k]) for k in c)
-    return same_type and bool(left == right)

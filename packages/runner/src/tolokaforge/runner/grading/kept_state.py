@@ -36,20 +36,20 @@ class KeptState:
 @contextlib.asynccontextmanager
 async def kept_trial_state(trial: TrialContext, snapshot: str) -> AsyncGenerator[KeptState, None]:
     """Save the trial's state as ``snapshot``; restore it however the block ends. Hold ``trial.lock``."""
-    client = trial.mirror.client
+    client = trial.state.mirror.client
     trial_id = trial.trial_id
     # A snapshot left by a grading that died half-way would make create() answer 409.
     with contextlib.suppress(NotFoundError):
         await client.delete_snapshot(trial_id, snapshot)
     version = await client.create_snapshot(trial_id, snapshot)
-    saved = trial.mirror.set_aside() if version == trial.mirror.version else None
+    saved = trial.state.mirror.set_aside() if version == trial.state.mirror.version else None
     try:
         yield KeptState(saved)
     finally:
         restored = await client.restore_snapshot(trial_id, snapshot)
         await client.delete_snapshot(trial_id, snapshot)
         if saved is None:
-            await trial.mirror.reload()
+            await trial.state.mirror.reload()
         else:
-            trial.mirror.put_back(saved, restored.version)
-        await push_state(trial.sources, trial.mirror.tables)
+            trial.state.mirror.put_back(saved, restored.version)
+        await push_state(trial.tools.sources, trial.state.mirror.tables)

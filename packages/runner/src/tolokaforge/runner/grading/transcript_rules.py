@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tolokaforge.core.json_values import json_equal
 from tolokaforge.core.models import RequiredAction, TranscriptRulesConfig
 from tolokaforge.core.transcript.timeline import NO_EVENTS_SKIP_REASON, ToolCallEvent, TrialTimeline
 
 from .component import ComponentResult, KeyLedger
-from .jsonpath_checks import json_equal
 
 __all__ = ["evaluate_transcript_rules", "populated_transcript_keys"]
 

@@ -30,7 +30,6 @@ from pathlib import Path
 
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.core.models import TaskDescription, TrialSpec
-from tolokaforge.core.protocol import check_engine_protocol_version
 from tolokaforge.db import (
     ConflictError,
     DBServiceError,
@@ -48,7 +47,6 @@ from ..errors import (
     RegistrationError,
     StateStoreError,
     TrialNotFoundError,
-    VersionSkewError,
 )
 from ..process.cgroups import TrialCgroup
 from ..state.endpoint import StateDoor
@@ -60,18 +58,22 @@ from ..tools.python_tools import WorkerTool, worker_tool
 from ..tools.remote import ToolSourceSession
 from ..tools.servers import ServerPlaces, start_tool_servers
 from ..tools.state_sync import bind_state, push_state
-from ..trials.context import TrialContext
+from ..trials.context import (
+    INITIALIZED_SNAPSHOT,
+    TrialContext,
+    TrialFiles,
+    TrialProcesses,
+    TrialState,
+    TrialTools,
+)
 from ..trials.golden_memo import GoldenReplay
-from ..trials.task_cache import KnownTask, TaskCache, TaskParts
+from ..trials.task_cache import KnownTask, TaskCache
 from ..trials.workspace import seed_workspace
 from ..workers.worker import WorkerCode
 
-__all__ = ["INITIALIZED_SNAPSHOT", "TrialRegistry"]
+__all__ = ["TrialRegistry"]
 
 log = logging.getLogger(__name__)
-
-INITIALIZED_SNAPSHOT = "tolokaforge.initialized"
-"""The store snapshot of a trial's state right after its initialization actions ran."""
 
 RENEWAL_BATCH = 10_000
 """Trial ids per lease renewal request (the contract's ``LeaseRequest.trial_ids`` maxItems)."""
@@ -167,26 +169,14 @@ class TrialRegistry:
         return trial
 
     async def register(
-        self,
-        trial_id: str,
-        trial_spec_json: str,
-        *,
-        engine_protocol_version: int,
-        default_tool_timeout_s: float,
-        task_json: str = "",
-        task_digest: str = "",
-        parts: TaskParts | None = None,
+        self, spec: TrialSpec, *, default_tool_timeout_s: float = 0.0, tables_from_json: bool = False
     ) -> TrialContext:
-        skew = check_engine_protocol_version(engine_protocol_version)
-        if skew is not None:
-            raise VersionSkewError(skew)
+        """Register ``spec``'s trial; ``tables_from_json``: its tables were parsed from JSON text, so the
+        store need not check that JSON can hold them."""
+        trial_id = spec.trial_id
         if not trial_id:
             raise RegistrationError("trial_id is empty")
-        spec, known = self.tasks.resolve(trial_spec_json, task_json, task_digest, parts)
-        if spec.trial_id != trial_id:
-            raise RegistrationError(
-                f"trial_id {trial_id!r} differs from the TrialSpec's trial_id {spec.trial_id!r}"
-            )
+        known = self.tasks.known(spec.task)
         if trial_id in self._trials or trial_id in self._pending:
             raise DuplicateTrialError(f"Trial '{trial_id}' is already registered; CleanupTrial it first")
         self._pending.add(trial_id)
@@ -199,15 +189,15 @@ class TrialRegistry:
             if known.code_loaded:
                 # A fraction of a millisecond: a thread would cost more in waiting for one (and for
                 # the GIL) than it saves, when hundreds of trials register at once.
-                agent_tools, user_tools, bundle, code = self._prepare(known, workspace)
+                agent_tools, user_tools, bundle, code = self._prepare(spec.task, known, workspace)
             else:  # the first load of the task's code may import it: slow, so off the loop
                 agent_tools, user_tools, bundle, code = await asyncio.to_thread(
-                    self._prepare, known, workspace
+                    self._prepare, spec.task, known, workspace
                 )
                 known.code_loaded = True
             code_root = bundle.root if bundle is not None else None
             cgroup = self.executor.confinement.trial_cgroup("trial", self.executor.isolated.limits)
-            mirror = await self._create_state(spec, known)
+            mirror = await self._create_state(spec, known, tables_from_json)
             # Servers start after the state exists: an MCP server may read its tables while starting.
             sources = await self._start_servers(
                 spec.task, trial_id, workspace, code_root, agent_tools, user_tools, cgroup
@@ -217,31 +207,29 @@ class TrialRegistry:
             await push_state(sources, mirror.tables)
             trial = TrialContext(
                 spec=spec,
-                agent_tools=agent_tools,
-                user_tools=user_tools,
-                mirror=mirror,
-                initial_tables=known.initial,
-                initial_hash=known.full_hash,
-                default_timeout_s=default_tool_timeout_s
-                if default_tool_timeout_s > 0
-                else spec.default_tool_timeout_s or self.default_timeout_s,
-                code_root=code_root,
-                code_package=bundle.package if bundle is not None else None,
-                workspace=workspace,
-                cgroup=cgroup,
-                confinement=self.executor.confinement,
-                sources=sources,
-                worker_code=code,
+                state=TrialState(mirror, initial_tables=known.initial, initial_hash=known.full_hash),
+                tools=TrialTools(
+                    agent_tools,
+                    user_tools,
+                    default_timeout_s=default_tool_timeout_s
+                    if default_tool_timeout_s > 0
+                    else spec.default_tool_timeout_s or self.default_timeout_s,
+                    sources=sources,
+                    shared=known if known.tools is not None and not sources else None,
+                ),
+                processes=TrialProcesses(self.executor.confinement, cgroup, worker_code=code),
+                files=TrialFiles(
+                    workspace, code_root, code_package=bundle.package if bundle is not None else None
+                ),
                 golden_memo=known.golden if self.golden_replay == "task" else None,
-                shared_reply=known.reply if known.tools is not None and not sources else None,
             )
             await self.executor.prepare(trial)
             if spec.task.initial_state.initialization_actions:
                 await self.run_initialization_actions(trial)
                 # Golden replay starts from the initialised state, not from the raw tables.
                 await self.client.create_snapshot(trial_id, INITIALIZED_SNAPSHOT)
-                trial.has_initialized_snapshot = True
-                trial.initialized_tables = mirror.share()
+                trial.state.has_initialized_snapshot = True
+                trial.state.initialized_tables = mirror.share()
         except BaseException:
             if trial is not None:
                 await self.executor.release(trial)
@@ -276,14 +264,16 @@ class TrialRegistry:
         trial = self.get(trial_id)
         async with trial.lock:
             hashes = await self.client.reset(trial_id)
-            trial.mirror.start_from(trial.initial_tables, hashes.version)
+            trial.state.mirror.start_from(trial.state.initial_tables, hashes.version)
             # A server keeping its tables in-process gets the initial state too; the workspace its files.
-            await push_state(trial.sources, trial.mirror.tables)
-            if trial.workspace is not None:
+            await push_state(trial.tools.sources, trial.state.mirror.tables)
+            if trial.files.workspace is not None:
                 seed_workspace(
-                    trial.workspace, trial.code_root, trial.spec.task.initial_state.workspace_files
+                    trial.files.workspace,
+                    trial.files.code_root,
+                    trial.spec.task.initial_state.workspace_files,
                 )
-                trial.confinement.own(trial.workspace)
+                trial.processes.confinement.own(trial.files.workspace)
         if run_init_actions:
             await self.run_initialization_actions(trial)
             hashes = await self.client.get_hashes(trial_id)
@@ -305,12 +295,12 @@ class TrialRegistry:
             async with trial.lock:  # let a call in flight finish before its state disappears
                 try:
                     await self.executor.release(trial)
-                    await _stop_sources(trial.sources)
+                    await _stop_sources(trial.tools.sources)
                 finally:
                     await self.gateway.close(trial_id)
                     await _end_processes(trial)
-                    if trial.workspace is not None:
-                        shutil.rmtree(trial.workspace, ignore_errors=True)
+                    if trial.files.workspace is not None:
+                        shutil.rmtree(trial.files.workspace, ignore_errors=True)
         await self._forget_state(trial_id)
         return trial is not None
 
@@ -333,11 +323,11 @@ class TrialRegistry:
     async def _close_trials(self, trials: list[tuple[str, TrialContext]]) -> None:
         for trial_id, trial in trials:
             await self.executor.release(trial)
-            await _stop_sources(trial.sources)
+            await _stop_sources(trial.tools.sources)
             await self.gateway.close(trial_id)
             await _end_processes(trial)
-            if trial.workspace is not None:
-                shutil.rmtree(trial.workspace, ignore_errors=True)
+            if trial.files.workspace is not None:
+                shutil.rmtree(trial.files.workspace, ignore_errors=True)
             try:
                 await self._forget_state(trial_id)
             except DBServiceError as error:  # the lease frees it later; shutdown goes on
@@ -355,7 +345,7 @@ class TrialRegistry:
             )
             if outcome.status != ExecutionStatus.SUCCESS:
                 reason = outcome.failure.message if outcome.failure else outcome.status.name
-                if outcome.failure is not None and "infrastructure" in outcome.failure.details:
+                if outcome.failure is not None and outcome.failure.infrastructure:
                     raise StateStoreError(
                         f"initialization_actions[{index}] ({action.tool_name}): {reason}", retryable=True
                     )
@@ -364,9 +354,8 @@ class TrialRegistry:
                 )
 
     def _build_registries(
-        self, known: KnownTask
+        self, task: TaskDescription, known: KnownTask
     ) -> tuple[ToolRegistry, ToolRegistry, CodeBundle | None, WorkerCode | None]:
-        task = known.task
         agent, user = ToolRegistry("agent"), ToolRegistry("user")
         if task.tool_code is None:
             return agent, user, None, None
@@ -377,13 +366,11 @@ class TrialRegistry:
             for tool in user_tools:
                 user.add(tool)
             return agent, user, known.bundle, code
-        shared = known.code_part
-        if shared is not None and shared.bundle is not None:  # written out and digested by another task
-            bundle = shared.bundle
-        else:
+        bundle = self.tasks.bundle(task.tool_code)  # written out and digested for another task
+        if bundle is None:
             bundle = load_code(task.tool_code, self.work_dir)
-            if shared is not None and task.tool_code.path is None:  # a path is digested every time
-                shared.bundle = bundle
+            if task.tool_code.path is None:  # a path is digested every time
+                self.tasks.keep_bundle(task.tool_code, bundle)
         isolated: list[WorkerTool] = []
         for registry, descriptions in ((agent, task.agent_tools), (user, task.user_tools)):
             for description in descriptions:
@@ -409,11 +396,10 @@ class TrialRegistry:
         return self.work_dir / "workspaces" / hashlib.sha256(trial_id.encode("utf-8")).hexdigest()[:32]
 
     def _prepare(
-        self, known: KnownTask, workspace: Path
+        self, task: TaskDescription, known: KnownTask, workspace: Path
     ) -> tuple[ToolRegistry, ToolRegistry, CodeBundle | None, WorkerCode | None]:
         """The trial's tool registries, and its workspace made and seeded (blocking: run in a thread)."""
-        task = known.task
-        built = self._build_registries(known)
+        built = self._build_registries(task, known)
         try:
             workspace.mkdir(parents=True)
         except FileExistsError:  # left by a runner that died before cleaning up
@@ -456,7 +442,7 @@ class TrialRegistry:
             raise RegistrationError("this runner has no DB service to give an MCP server")
         return await self._state_door()
 
-    async def _init_state(self, spec: TrialSpec, known: KnownTask) -> TrialMirror:
+    async def _init_state(self, spec: TrialSpec, known: KnownTask, tables_from_json: bool) -> TrialMirror:
         initial = spec.task.initial_state
         return await TrialMirror.create(
             spec.trial_id,
@@ -467,10 +453,10 @@ class TrialRegistry:
             unstable_fields=[field.model_dump(exclude_none=True) for field in initial.unstable_fields],
             owner=self.owner,
             lease_seconds=self.lease_seconds,
-            parsed_json=True,  # a task reaches the runner as JSON text (task_cache.py)
+            parsed_json=tables_from_json,
         )
 
-    async def _create_state(self, spec: TrialSpec, known: KnownTask) -> TrialMirror:
+    async def _create_state(self, spec: TrialSpec, known: KnownTask, tables_from_json: bool) -> TrialMirror:
         trial_id = spec.trial_id
         try:
             if trial_id in self._left:  # this runner left state under the id: delete it first
@@ -478,16 +464,16 @@ class TrialRegistry:
                     if trial_id in self._left:
                         await self._delete_left_trial(trial_id)
             try:
-                mirror = await self._init_state(spec, known)
+                mirror = await self._init_state(spec, known, tables_from_json)
             except ConflictError as error:
                 if error.details.get("owner") != self.owner:
                     raise
                 # Held by this very runner, though not registered here (the registry never holds an id
                 # twice): state an init left after its answer was lost. It is ours to delete.
                 await self._delete_left_trial(trial_id)
-                mirror = await self._init_state(spec, known)
+                mirror = await self._init_state(spec, known, tables_from_json)
             if known.full_hash is None:
-                self.tasks.settle(known, (await self.client.get_hashes(spec.trial_id)).full_hash)
+                self.tasks.settle(spec.task, known, (await self.client.get_hashes(spec.trial_id)).full_hash)
                 # Another task with the same tables was here first: start from its copy (same content).
                 mirror.start_from(known.initial, mirror.version)
             return mirror
@@ -547,9 +533,9 @@ class TrialRegistry:
 
 async def _end_processes(trial: TrialContext) -> None:
     """Kill every process still in the trial's cgroup (a daemon a tool double-forked) and remove it."""
-    if trial.cgroup is not None:
-        cgroup, trial.cgroup = trial.cgroup, None
-        await asyncio.to_thread(trial.confinement.release_cgroup, cgroup)
+    if trial.processes.cgroup is not None:
+        cgroup, trial.processes.cgroup = trial.processes.cgroup, None
+        await asyncio.to_thread(trial.processes.confinement.release_cgroup, cgroup)
 
 
 async def _stop_sources(sources: list[ToolSourceSession]) -> None:

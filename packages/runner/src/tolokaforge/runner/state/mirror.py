@@ -18,7 +18,12 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from tolokaforge.db import ConflictError, NotFoundError, StateClient, StoreUnreachableError
+from tolokaforge.db import (
+    NotFoundError,
+    StateClient,
+    StoreUnreachableError,
+    VersionConflictError,
+)
 
 from .cow import CowTables, TableView, apply_changes, clone
 
@@ -138,8 +143,8 @@ class TrialMirror:
             # The batch may have been applied with only its reply lost: the store is the truth now.
             self.stale = self.stale or error.outcome_unknown
             raise
-        except ConflictError as error:
-            self.stale = self.stale or "version" in error.details  # someone else moved the trial
+        except VersionConflictError:
+            self.stale = True  # someone else moved the trial
             raise
         for change in changes:
             name = change["table_name"]

@@ -13,7 +13,7 @@ from jsonschema.exceptions import SchemaError
 
 from tolokaforge.contracts.runner import ToolSchema
 from tolokaforge.core.models import ToolDescription
-from tolokaforge.core.tool_result import ReportedError
+from tolokaforge.sdk.tool_result import ReportedError
 
 from ..errors import ToolLoadError
 from .schema_check import SchemaCheck

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from tolokaforge.core.providers import Handshake, HandshakeError, is_handshake_line, parse_handshake
+from tolokaforge.sdk.providers import Handshake, HandshakeError, is_handshake_line, parse_handshake
 
 from ..process.confinement import Confinement, View
 from ..process.sandbox import Limits

@@ -9,7 +9,7 @@ and the executor reloads its mirror after a call that moved the store's version 
 or puts the pre-call state back after a call that failed. Its stderr goes to a log file, never to a
 pipe nobody reads, so a server that logs on every call cannot block.
 
-A server that keeps its tables in its own process instead (tolokaforge.core.tools_interface) serves
+A server that keeps its tables in its own process instead (tolokaforge.sdk.tools_interface) serves
 the hidden state tools ``_tolokaforge_get_state_`` / ``_tolokaforge_set_state_``. They are never
 offered to the model: the runner sets the trial's state through them (:meth:`McpSource.push_state`,
 after start, restart, reset, restore and a failed call), and after a successful call reads the
@@ -40,8 +40,8 @@ from mcp.shared.exceptions import MCPError
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
 from tolokaforge.core.models import ToolDescription, ToolSource
-from tolokaforge.core.tools_interface import GET_STATE_TOOL, SET_STATE_TOOL, STATE_TOOLS
 from tolokaforge.core.value_tables import present
+from tolokaforge.sdk.tools_interface import GET_STATE_TOOL, SET_STATE_TOOL, STATE_TOOLS
 
 from ..errors import ToolFailure, ToolLoadError
 from ..process.confinement import Launch

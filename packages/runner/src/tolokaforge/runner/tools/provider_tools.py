@@ -3,7 +3,7 @@
 Setup starts the provider, reads its handshake line (with a deadline), checks the protocol version
 against Describe, reads the operations from GetSchema and sends Configure. Each process gets a token of
 its own, on its stdin, which every call carries; and the list of operations the pack enabled, the only
-ones it serves (tolokaforge.core.providers.GuardedProvider). Each call is one
+ones it serves (tolokaforge.sdk.providers.GuardedProvider). Each call is one
 server-streaming Invoke whose events are collected into a Reply for the kernel to judge. A broken
 transport -- UNAVAILABLE, a stream cut short, a process that exited -- is process_crashed, which only
 the kernel may say: a provider sending that category about itself is a protocol violation, judged in
@@ -43,7 +43,7 @@ from tolokaforge.contracts.tool import (
 )
 from tolokaforge.core.credentials import bearer, new_token
 from tolokaforge.core.models import ToolDescription, ToolSource
-from tolokaforge.core.providers import (
+from tolokaforge.sdk.providers import (
     PROVIDER_ENABLED_ENV,
     PROVIDER_PROTOCOL_VERSION,
     PROVIDER_RESERVED_ENV,
@@ -260,7 +260,7 @@ class ProviderSource:
                 raise ToolLoadError(
                     f"provider {self.name!r} announced a tcp address, but it runs in the sandbox without "
                     f"network: it must listen on the unix socket named by {PROVIDER_SOCKET_ENV} "
-                    "(tolokaforge.core.providers.serve_provider does; docs/protocol/tool-providers.md)"
+                    "(tolokaforge.sdk.providers.serve_provider does; docs/protocol/tool-providers.md)"
                 )
             else:
                 self._channel = grpclib.client.Channel(handshake.host, handshake.port)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
 from tolokaforge.core.models import ToolDescription
-from tolokaforge.core.tool_result import ReportedError
+from tolokaforge.sdk.tool_result import ReportedError
 
 from ..errors import ToolLoadError
 from .base import compile_parameters

@@ -13,13 +13,13 @@ again by jsonschema, which decides and words the errors. A property test holds t
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-import fastjsonschema
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+
+from tolokaforge.core.fast_schema import Validator, compiled_validator
 
 __all__ = ["FAST_KEYWORDS", "SchemaCheck"]
 
@@ -78,13 +78,13 @@ def _fast_enough(schema: Any) -> bool:
     return all(_fast_enough(child) for child in nested)
 
 
-def _compile(schema: dict[str, Any]) -> Callable[[Any], Any] | None:
+def _compile(schema: dict[str, Any]) -> Validator | None:
     if not _fast_enough(schema):
         return None
     draft07 = {key: value for key, value in schema.items() if key != "$schema"}
     try:
         # No defaults written into the arguments, no format checks (jsonschema checks none either).
-        return fastjsonschema.compile(draft07, use_default=False, use_formats=False)
+        return compiled_validator(draft07, use_default=False, use_formats=False)
     except Exception:  # a schema it cannot compile: jsonschema alone, then
         return None
 
@@ -93,7 +93,7 @@ def _compile(schema: dict[str, Any]) -> Callable[[Any], Any] | None:
 class SchemaCheck:
     validator: Draft202012Validator
     """The reference check (2020-12), and the one that words every error."""
-    fast: Callable[[Any], Any] | None
+    fast: Validator | None
     """The compiled check; None when the schema is not within :data:`FAST_KEYWORDS`."""
 
     @classmethod

@@ -1,6 +1,6 @@
 """State sync for tool servers that keep the trial's tables in their own process.
 
-Such a server (an MCP server built with tolokaforge.core.tools_interface) is bound to the trial's
+Such a server (an MCP server built with tolokaforge.sdk.tools_interface) is bound to the trial's
 mirror: it is given the trial's tables when it starts and after every reset or restore
 (:func:`push_state`). After a call that succeeded its tables come back (``take_state``) and
 :func:`changes_to` gives the difference the executor commits to the store as one batch; after a call that

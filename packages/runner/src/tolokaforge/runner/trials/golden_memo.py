@@ -6,7 +6,7 @@ trial costs a fresh tool worker and every golden call again, a third of a golden
 So the runner keeps the outcome per task, keyed by the starting state's full hash and the code's
 identity, and reuses it once two replays (of two trials) have produced the same stable hash. Two
 replays that disagree show a golden path that depends on something else (a clock, a random id, a
-file): that key is then replayed for every trial, as before.
+file): that key is then replayed for every trial.
 
 Only trials whose whole state lives in the runner's tables are eligible: none with a tool server
 (an MCP server or provider keeps state of its own), none with initialization actions (each trial's

@@ -8,7 +8,7 @@ tools and answers ``hello`` with what holds and what failed to load. Each ``call
 tool on copy-on-write views of its tables, exactly as the trusted path does in the runner, and
 answers with the output and the changes; it applies them locally after answering (the runner
 commits them to the store, or discards this worker if it cannot). A tool that returns a
-``tolokaforge.core.tool_result.ReportedError`` is answered the same way, with its message as
+``tolokaforge.sdk.tool_result.ReportedError`` is answered the same way, with its message as
 ``reported_error`` and an empty output: its changes stand. Anything the tool raises --
 ``SystemExit``, ``KeyboardInterrupt`` and other ``BaseException`` included -- fails that call only.
 """
@@ -29,7 +29,7 @@ from tolokaforge.runner.process.sandbox import confine
 
 from .frames import encode_reply, read_request, write_frame
 
-_TOOL_RESULT = "tolokaforge.core.tool_result"
+_TOOL_RESULT = "tolokaforge.sdk.tool_result"
 """Where ReportedError lives. Looked up in ``sys.modules``, never imported here: a tool can only have
 returned one if its code imported that module, and every other worker is spared the import."""
 

@@ -6,7 +6,8 @@ limits, a private network namespace, death with the runner), reads which code to
 worker child's modules and the task's tools once, and answers ``ready``. From then on it is a plain
 blocking loop -- no event loop, no threads: forking a process that has either is unsafe -- that
 answers each ``fork`` request (JSON, with the worker's socket and log file passed as descriptors) by
-forking a worker, and reports the exit status of every worker it reaps.
+forking a worker, reads a task's initial state when asked to ``hold`` it ahead of its first fork, and
+reports the exit status of every worker it reaps.
 
 A forked worker starts from the zygote's memory: its own copy of every module the tools imported, in
 the state import left it, so two trials never share module globals. Before running anything of the
@@ -21,6 +22,7 @@ zygote answers ``ready: false`` with the reason, and the runner spawns that code
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import json
@@ -30,8 +32,10 @@ import signal
 import socket
 import sys
 import traceback
-from collections import OrderedDict
 from typing import Any, cast
+
+import orjson
+from cachetools import LRUCache
 
 from tolokaforge.runner.process import landlock
 from tolokaforge.runner.process.sandbox import Limits, become_subreaper, confine, die_with_parent, limit_cpu
@@ -73,7 +77,7 @@ def main() -> None:
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     _send(control, {"ready": True, "pid": os.getpid()})
     live: set[int] = set()
-    bases: OrderedDict[str, Base] = OrderedDict()
+    bases: LRUCache[str, Base] = LRUCache(maxsize=_BASES)
     try:
         while True:
             readable, _, _ = select.select([control, wake_read], [], [])
@@ -86,6 +90,11 @@ def main() -> None:
                 if not message:
                     return  # the runner hung up
                 request: dict[str, Any] = json.loads(message) if not flags & socket.MSG_TRUNC else {}
+                if "hold" in request and not fds:
+                    # An initial state read ahead of its first fork; a failure is met again at that fork.
+                    with contextlib.suppress(OSError, ValueError):
+                        _hold(bases, str(request["hold"]), str(request["base_file"]))
+                    continue
                 try:
                     if "fork" not in request or len(fds) != 2:
                         raise ValueError("the request was too large or carried no socket")
@@ -109,7 +118,7 @@ Base = tuple[dict[str, Any], dict[str, Any]]
 """An initial state's tables, and the working views a tool's calls go through, built over them."""
 
 
-def _hold(bases: OrderedDict[str, Base], full_hash: str, file: str) -> None:
+def _hold(bases: LRUCache[str, Base], full_hash: str, file: str) -> None:
     """Hold the initial state ``full_hash``, read from ``file`` unless held already.
 
     Its views are built here too: building one references every record of its table, and in a
@@ -118,11 +127,17 @@ def _hold(bases: OrderedDict[str, Base], full_hash: str, file: str) -> None:
     """
     from tolokaforge.runner.state.cow import CowDict, CowList
 
-    if full_hash in bases:
-        bases.move_to_end(full_hash)
+    if bases.get(full_hash) is not None:  # a lookup, so the held state counts as used
         return
     with open(file, "rb") as source:
-        tables = json.load(source)
+        data = source.read()
+    # A fresh document holds no cycle: the collector's passes over its containers (two per record)
+    # would cost twice the parse. The runner wrote the file with orjson, which reads it fastest too.
+    gc.disable()
+    try:
+        tables = orjson.loads(data)
+    finally:
+        gc.enable()
     if not isinstance(tables, dict):
         raise ValueError(f"{file} does not hold tables")
     held = cast(dict[str, Any], tables)
@@ -133,8 +148,6 @@ def _hold(bases: OrderedDict[str, Base], full_hash: str, file: str) -> None:
         elif type(table) is dict:
             views[name] = CowDict(cast(dict[str, Any], table))
     bases[full_hash] = (held, views)
-    while len(bases) > _BASES:
-        bases.popitem(last=False)
     # Like the imported modules: kept off the collector's pages, so forked workers share them.
     gc.freeze()
 
@@ -171,7 +184,7 @@ def _fork(
     fds: list[int],
     report: dict[str, str],
     limits: Limits,
-    bases: OrderedDict[str, Base],
+    bases: LRUCache[str, Base],
     walls: Walls,
 ) -> int:
     conn, log = fds
@@ -198,7 +211,7 @@ def _become_worker(
     log: int,
     report: dict[str, str],
     limits: Limits,
-    bases: OrderedDict[str, Base],
+    bases: LRUCache[str, Base],
     walls: Walls,
 ) -> None:
     signal.set_wakeup_fd(-1)

@@ -3,14 +3,15 @@
 Starting a worker by spawning an interpreter that imports the task's tools costs tens of
 milliseconds of CPU; forking it from a zygote that already imported them costs about one. A zygote
 (workers/zygote.py) is keyed by a digest of what its workers import and the limits they run under;
-it is started when a trial of that code first needs a worker, stopped when idle for
+it is started when a trial of that code first needs a worker (or ahead of that need,
+:meth:`Zygotes.warm`, when such a trial registers), stopped when idle for
 :data:`IDLE_S` with no live worker, and at runner close. It is a supervised child (its own session,
 killed as a group, reaped); its workers are not the runner's children, so each is watched as a
 :class:`ForkedChild`.
 
 Whenever a zygote cannot serve -- it would not start, died, or declared the code unforkable (tools
 that failed to import, or whose import left a thread or a descriptor behind) -- :meth:`Zygotes.fork`
-answers None and the caller spawns the worker as before. A zygote that died is started again on the
+answers None and the caller spawns the worker itself. A zygote that died is started again on the
 next need; a code declared unforkable is never forked.
 """
 
@@ -26,7 +27,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -75,6 +76,8 @@ class Zygote:
         self._pending: dict[int, asyncio.Future[ForkedChild]] = {}
         self._children: dict[int, ForkedChild] = {}
         self._dead = False
+        self._held: set[str] = set()
+        """The initial states (full hashes) it was asked to hold: it holds them, or failed to read them."""
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
@@ -180,6 +183,7 @@ class Zygote:
             request: dict[str, Any] = {"fork": ident, "workspace": str(workspace), "env": dict(env)}
             if base is not None:
                 request["base"], request["base_file"] = base.full_hash, str(base.file)
+                self._held.add(base.full_hash)
             message = json.dumps(request).encode()
             await self._send(message, [conn.fileno(), log_fd])
             async with asyncio.timeout(_FORK_DEADLINE_S):
@@ -193,6 +197,25 @@ class Zygote:
         finally:
             self._pending.pop(ident, None)
 
+    def holds(self, base: WorkerBase) -> bool:
+        """It was asked to hold ``base`` already (:meth:`hold`, or a fork from it)."""
+        return base.full_hash in self._held
+
+    async def hold(self, base: WorkerBase) -> None:
+        """Have the zygote read ``base`` now, ahead of its first fork from it (which then only forks).
+
+        Nothing is answered: a base the zygote could not read is read again, and the failure answered,
+        at that fork.
+        """
+        if not self.alive or base.full_hash in self._held:
+            return
+        self._held.add(base.full_hash)
+        message = json.dumps({"hold": base.full_hash, "base_file": str(base.file)}).encode()
+        try:
+            await self._send(message, [])
+        except OSError as error:  # the reader sees the socket fail too: the zygote counts as lost
+            log.warning("zygote %s: control socket failed: %s", self.pid, error)
+
     async def stop(self) -> None:
         """Stop the zygote; its live workers die with it."""
         self._lost()
@@ -205,7 +228,10 @@ class Zygote:
         loop = asyncio.get_running_loop()
         while True:
             try:
-                socket.send_fds(self._control, [message], fds)
+                if fds:
+                    socket.send_fds(self._control, [message], fds)
+                else:
+                    self._control.send(message)
                 return
             except BlockingIOError:
                 ready = loop.create_future()
@@ -322,7 +348,7 @@ class Zygotes:
         cgroup: TrialCgroup | None = None,
     ) -> ForkedChild | None:
         """A worker forked from ``code``'s zygote (started if needed) to speak over ``conn``, or None: spawn it instead."""
-        key = code_key(code, self.limits, base)
+        key = code_key(code, self.limits, None if base is None else base.full_hash)
         zygote = await self._zygote(key, code)
         if zygote is None:
             return None
@@ -349,6 +375,25 @@ class Zygotes:
                 log.warning("zygote %s: %s; spawning the worker instead", zygote.pid, error)
                 self._forget(zygote)
                 return None
+
+    def holding(self, code: WorkerCode, base: WorkerBase) -> bool:
+        """A live zygote of ``code`` holds ``base`` (or was asked to): a fork from it costs a fork alone."""
+        zygote = self._zygotes.get(code_key(code, self.limits, base.full_hash))
+        return zygote is not None and zygote.alive and zygote.holds(base)
+
+    async def warm(self, code: WorkerCode, full_hash: str, base: Awaitable[WorkerBase | None]) -> None:
+        """Start ``code``'s zygote for the initial state ``full_hash`` unless it runs, and have it read
+        that state (``base``, being written meanwhile) now, so that the first worker of a trial of a
+        task never seen costs a fork, not a zygote's start and a read of the task's initial state. A
+        zygote that cannot serve is left to :meth:`fork` to report."""
+        # The zygote's interpreter starts while the runner writes the state out for it.
+        starting = asyncio.ensure_future(self._zygote(code_key(code, self.limits, full_hash), code))
+        try:
+            held = await base
+        finally:
+            zygote = await starting
+        if zygote is not None and held is not None:
+            await zygote.hold(held)
 
     def pids(self) -> list[int]:
         """The live zygotes' process ids."""
@@ -451,11 +496,10 @@ def code_modules(code: WorkerCode) -> list[str]:
     return sorted({module_path for module_path, _ in code.tools.values()})
 
 
-def code_key(code: WorkerCode, limits: Limits, base: WorkerBase | None = None) -> str:
+def code_key(code: WorkerCode, limits: Limits, state: str | None = None) -> str:
     """What a zygote is keyed by: the bundle (its package name digests root and content), the modules
-    its workers import, the limits they run under, and the initial state it holds. Tasks using other
-    tools of the same modules share it; tasks with other initial states do not, so no worker's memory
-    holds the initial state of a task other than its own."""
-    state = None if base is None else base.full_hash
+    its workers import, the limits they run under, and the initial state it holds (its full hash).
+    Tasks using other tools of the same modules share it; tasks with other initial states do not, so
+    no worker's memory holds the initial state of a task other than its own."""
     material = json.dumps([str(code.root), code.package, code_modules(code), limits.to_json(), state])
     return hashlib.sha256(material.encode()).hexdigest()

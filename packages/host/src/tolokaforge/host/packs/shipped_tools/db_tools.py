@@ -4,7 +4,7 @@ This file ships, as text, inside the tool code of every task that enables one of
 builtin_tools.py), and runs like a pack's own python tools: in the trial's worker, inside its
 sandbox, over ``data`` (the trial's tables). Writes go through ``data``, so the runner's usual path
 commits them (one batch per call, hashed, diffed, undone on failure). It imports only the standard
-library, ``jsonpath_ng`` (the grader's JSONPath dialect) and :mod:`tolokaforge.core.tool_result`.
+library, ``jsonpath_ng`` (the grader's JSONPath dialect) and :mod:`tolokaforge.sdk.tool_result`.
 
 Semantics follow the public Tolokaforge tools (docs/pack-format.md#tools, "Database tools"): JSONPath
 is rooted at the tables (``$.orders[0]``); ``db_update`` applies ``replace`` / ``add`` / ``remove``
@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from jsonpath_ng.ext.parser import parse  # pyright: ignore[reportMissingTypeStubs]
 
-from tolokaforge.core.tool_result import ReportedError
+from tolokaforge.sdk.tool_result import ReportedError
 
 from .sql_view import LOCK, VIEW, Refused, committed
 

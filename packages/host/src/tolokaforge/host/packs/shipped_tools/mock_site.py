@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-from tolokaforge.core.tool_result import ReportedError
+from tolokaforge.sdk.tool_result import ReportedError
 
 __all__ = ["TOOLS", "Site", "tool_key"]
 

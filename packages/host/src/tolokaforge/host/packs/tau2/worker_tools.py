@@ -4,7 +4,7 @@
 
 The host ships this file's text to the runner as the task's tool code (``tau2_tools.py``); the runner's
 zygote imports it once, so every trial's worker starts with τ²'s domain modules loaded. It imports
-only τ² and the standard library (plus :mod:`tolokaforge.core.tool_result`), so any runner with τ²
+only τ² and the standard library (plus :mod:`tolokaforge.sdk.tool_result`), so any runner with τ²
 installed can run it.
 
 A tool class is named ``<domain>__<requestor>__<tool>`` and built on first lookup. The runner's copy
@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
-from tolokaforge.core.tool_result import ReportedError
+from tolokaforge.sdk.tool_result import ReportedError
 
 DOMAINS: dict[str, tuple[str, str, str | None, str | None]] = {
     # domain: (module, environment class, agent toolkit, user toolkit) — classes in tau2.domains.<d>.*

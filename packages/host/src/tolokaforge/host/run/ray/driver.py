@@ -25,8 +25,8 @@ from tolokaforge.core.termination import TerminationReason
 from ...errors import RunnerUnavailableError
 from ...packs.loader import LoadedTask
 from ...results.outcome import Episode, LostAttempt, TrialOutcome
-from ...runner.trial_spec import trial_id
 from ..conductor import TrialSettings
+from ..trial_spec import trial_id
 from .cluster import RayActorError, RayTaskError, WorkerCrashedError, connected, ray, worker_count
 from .settings import CREDENTIAL_VARIABLES, RaySettings
 from .worker import GoldenReplay, Isolation, TrialWorker

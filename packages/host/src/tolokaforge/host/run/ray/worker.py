@@ -13,12 +13,14 @@ import os
 import socket
 from typing import Any, Literal
 
+from tolokaforge.core.runner_api import Runner
+
 from ...agents.base import AgentFactory
 from ...agents.setup import AgentRecipe
 from ...llm import llm_session
 from ...packs.loader import LoadedTask
 from ...results.outcome import TrialOutcome
-from ...runner.client import RunnerClient, open_runner
+from ...runner import open_runner
 from ...users.router import UserRouter
 from ..conductor import TrialSettings, run_trial
 
@@ -47,10 +49,10 @@ class TrialWorker:
         self._isolation: Isolation = isolation
         self._golden_replay: GoldenReplay = golden_replay
         self._stack = contextlib.AsyncExitStack()
-        self._ready: tuple[RunnerClient, AgentFactory, UserRouter] | None = None
+        self._ready: tuple[Runner, AgentFactory, UserRouter] | None = None
         self._lock: asyncio.Lock | None = None
 
-    async def _parts(self) -> tuple[RunnerClient, AgentFactory, UserRouter]:
+    async def _parts(self) -> tuple[Runner, AgentFactory, UserRouter]:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -72,12 +74,12 @@ class TrialWorker:
     async def health(self, budget_s: float) -> dict[str, Any]:
         """The worker's runner answers a HealthCheck; where the worker runs (for run.yaml and tests)."""
         runner, _, _ = await self._parts()
-        health = await runner.health_check(budget_s=budget_s)
+        health = await runner.health(budget_s=budget_s)
         return {
             "version": health.version,
             "status": health.status,
-            "db_service_connected": health.db_service_connected,
-            "tool_adapters": list(health.available_adapters),
+            "db_service_connected": health.store_connected,
+            "tool_adapters": list(health.adapters),
             "pid": os.getpid(),
             "node": socket.gethostname(),
         }

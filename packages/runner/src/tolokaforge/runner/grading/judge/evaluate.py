@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
-from tolokaforge.contracts.runner import CriterionResult, JudgeReport, JudgeStatus
+from tolokaforge.contracts.runner import CriterionResult, GradeReasonVerdict, JudgeReport, JudgeStatus
 from tolokaforge.core.models import JudgeModelConfig, LLMJudgeConfig
 from tolokaforge.core.transcript.messages import Message
 
@@ -79,7 +79,8 @@ async def judge_trial(
     judge_report = _report(model, usage, messages, config.customization.include_agent_system_prompt)
     if report is None:
         segment = f"Judge: errored -- {failure}; no score, the grade is unusable"
-        return JudgeOutcome(JudgeStatus.ERRORED, ComponentResult("llm_judge", None, segment), judge_report)
+        errored = ComponentResult("llm_judge", None, segment, verdict=GradeReasonVerdict.ERRORED)
+        return JudgeOutcome(JudgeStatus.ERRORED, errored, judge_report)
     scored = score_rubric(config.rubric, report.verdicts)
     segment = f"Judge: score={scored.score:.2f} ({scored.met}/{scored.total} criteria met; {_one_line(report.reasons)})"
     if scored.gate_failed:

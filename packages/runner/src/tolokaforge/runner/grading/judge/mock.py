@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tolokaforge.core.llm import Completion
 from tolokaforge.core.models import Rubric, mock_unmet_criteria
 
-from .chat import ChatTurn
 from .report import SUBMIT_REPORT, verdict_line
 
 __all__ = ["MockJudgeChat"]
@@ -25,7 +25,7 @@ class MockJudgeChat:
         self._rubric = rubric
         self._calls = 0
 
-    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatTurn:
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
         self._calls += 1
         arguments: dict[str, Any] = {}
         for criterion in self._rubric.criteria:
@@ -38,4 +38,4 @@ class MockJudgeChat:
             "type": "function",
             "function": {"name": SUBMIT_REPORT, "arguments": json.dumps(arguments)},
         }
-        return ChatTurn(message={"role": "assistant", "content": None, "tool_calls": [call]})
+        return Completion(message={"role": "assistant", "content": None, "tool_calls": [call]})

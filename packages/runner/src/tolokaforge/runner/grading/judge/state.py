@@ -18,8 +18,7 @@ from typing import Any, cast
 from tolokaforge.core.state_diff import ABSENT, diff_states
 from tolokaforge.db import NotFoundError
 
-from ...lifecycle.registry import INITIALIZED_SNAPSHOT
-from ...trials.context import TrialContext
+from ...trials.context import INITIALIZED_SNAPSHOT, TrialContext
 from ..jsonpath_checks import compiled_path
 
 __all__ = ["PRE_JUDGE_SNAPSHOT", "StateTools", "ToolRefused", "read_states", "render_diff"]
@@ -39,21 +38,21 @@ async def read_states(trial: TrialContext) -> tuple[Mapping[str, Any], dict[str,
     Without initialization actions the initial state is the spec's own tables, the ones the store was
     created from. With them, it is the snapshot taken after they ran, read by a round trip.
     """
-    client = trial.mirror.client
+    client = trial.state.mirror.client
     trial_id = trial.trial_id
     async with trial.lock:
-        await trial.mirror.refresh()
-        if (await client.get_hashes(trial_id)).version == trial.mirror.version:
+        await trial.state.mirror.refresh()
+        if (await client.get_hashes(trial_id)).version == trial.state.mirror.version:
             # The mirror is the store's state: share its tables (the trial's next change copies what it
             # touches) instead of reading and parsing the whole state.
-            return trial.start_tables, trial.mirror.share()
+            return trial.state.start_tables, trial.state.mirror.share()
         final = (await client.get_state(trial_id)).tables
-        if not trial.has_initialized_snapshot:
+        if not trial.state.has_initialized_snapshot:
             return trial.spec.task.initial_state.tables, final
         with contextlib.suppress(NotFoundError):  # left by a judgement that died half-way
             await client.delete_snapshot(trial_id, PRE_JUDGE_SNAPSHOT)
         version = await client.create_snapshot(trial_id, PRE_JUDGE_SNAPSHOT)
-        saved = trial.mirror.set_aside() if version == trial.mirror.version else None
+        saved = trial.state.mirror.set_aside() if version == trial.state.mirror.version else None
         try:
             await client.restore_snapshot(trial_id, INITIALIZED_SNAPSHOT)
             initial = (await client.get_state(trial_id)).tables
@@ -61,9 +60,9 @@ async def read_states(trial: TrialContext) -> tuple[Mapping[str, Any], dict[str,
             restored = await client.restore_snapshot(trial_id, PRE_JUDGE_SNAPSHOT)
             await client.delete_snapshot(trial_id, PRE_JUDGE_SNAPSHOT)
             if saved is None:
-                await trial.mirror.reload()
+                await trial.state.mirror.reload()
             else:
-                trial.mirror.put_back(saved, restored.version)
+                trial.state.mirror.put_back(saved, restored.version)
     return initial, final
 
 

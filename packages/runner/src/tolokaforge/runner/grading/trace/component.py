@@ -61,10 +61,12 @@ def evaluate_trace_checks(
         if kind not in entered
     }
     ledger.skip(UNBOUND_SKIP_REASON, *(_key(kind) for kind in sorted(never_entered)))
+    reasons = reasons_segment(outcome)
     return ComponentResult(
         "trace_checks",
         outcome.score,
-        reasons_segment(outcome),
+        " | ".join(reason.message for reason in reasons),
+        parts=reasons,
         extra={
             "trace_results": [constraint_result(item) for item in outcome.outcomes],
             "trace_summary": summary(outcome),

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from tolokaforge.contracts.runner import TraceChecksSummary, TraceConstraintResult, TracePathResult
+from tolokaforge.contracts.runner import (
+    GradeReason,
+    GradeReasonVerdict,
+    TraceChecksSummary,
+    TraceConstraintResult,
+    TracePathResult,
+)
 
+from ..component import verdict_of
 from .scoring import ConstraintOutcome, TraceOutcome
 
 __all__ = ["constraint_result", "reasons_segment", "summary"]
@@ -34,8 +41,8 @@ def summary(outcome: TraceOutcome) -> TraceChecksSummary:
     )
 
 
-def reasons_segment(outcome: TraceOutcome) -> str:
-    """``Trace checks: score=…``, the tripped gates, one part per failing constraint of the deciding set."""
+def reasons_segment(outcome: TraceOutcome) -> list[GradeReason]:
+    """``Trace checks: score=…``, the tripped gates, one reason per failing constraint of the deciding set."""
     head = f"Trace checks: score={outcome.score:.4g}"
     if outcome.winning_route:
         head += f" (route {outcome.winning_route})"
@@ -49,4 +56,10 @@ def reasons_segment(outcome: TraceOutcome) -> str:
         where = f"{item.route}.{item.constraint.id}" if item.route else item.constraint.id
         state = " (undecided)" if item.verdict.value is None else ""
         parts.append(f"Trace check {where}{state}: {item.verdict.message}")
-    return " | ".join(parts)
+    failed = GradeReasonVerdict.FAILED
+    return [
+        GradeReason(
+            kind="trace_checks", verdict=verdict_of(outcome.score) if i == 0 else failed, message=part
+        )
+        for i, part in enumerate(parts)
+    ]

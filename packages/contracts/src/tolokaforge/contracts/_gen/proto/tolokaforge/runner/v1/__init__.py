@@ -17,6 +17,8 @@ __all__ = (
     "Grade",
     "GradeComponents",
     "GradeErrorKind",
+    "GradeReason",
+    "GradeReasonVerdict",
     "GradeTrialRequest",
     "GradeTrialResponse",
     "HealthCheckRequest",
@@ -154,6 +156,57 @@ class GradeErrorKind(betterproto2.Enum):
             "GRADE_ERROR_KIND_HASH_GRADING_FAILED": 4,
             "GRADE_ERROR_KIND_UNACCOUNTED_KEYS": 5,
             "GRADE_ERROR_KIND_GRADING_ERROR": 6,
+        }
+
+
+class GradeReasonVerdict(betterproto2.Enum):
+    UNSPECIFIED = 0
+
+    MET = 1
+    """
+    The part it is about holds in full.
+    """
+
+    PARTIAL = 2
+    """
+    It holds in part (a score strictly between 0 and 1).
+    """
+
+    FAILED = 3
+    """
+    It does not hold.
+    """
+
+    ERRORED = 4
+    """
+    It could not be evaluated (the judge errored): no score, not a 0.
+    """
+
+    NOTE = 5
+    """
+    Information: a skip, a setting not consulted, how the score was folded.
+    """
+
+    @classmethod
+    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+        return {
+            0: "GRADE_REASON_VERDICT_UNSPECIFIED",
+            1: "GRADE_REASON_VERDICT_MET",
+            2: "GRADE_REASON_VERDICT_PARTIAL",
+            3: "GRADE_REASON_VERDICT_FAILED",
+            4: "GRADE_REASON_VERDICT_ERRORED",
+            5: "GRADE_REASON_VERDICT_NOTE",
+        }
+
+    @classmethod
+    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+        return {
+            "GRADE_REASON_VERDICT_UNSPECIFIED": 0,
+            "GRADE_REASON_VERDICT_MET": 1,
+            "GRADE_REASON_VERDICT_PARTIAL": 2,
+            "GRADE_REASON_VERDICT_FAILED": 3,
+            "GRADE_REASON_VERDICT_ERRORED": 4,
+            "GRADE_REASON_VERDICT_NOTE": 5,
         }
 
 
@@ -448,7 +501,7 @@ class ExecuteToolResponse(betterproto2.Message):
     reported_by_tool: "bool" = betterproto2.field(6, betterproto2.TYPE_BOOL)
     """
     True when status is ERROR because the tool answered an error itself (a python tool returning
-    tolokaforge.core.tool_result.ReportedError): the call's changes to the tables were committed as
+    tolokaforge.sdk.tool_result.ReportedError): the call's changes to the tables were committed as
     a success's are, error_message is the tool's own message (possibly empty), tool_error's category
     is EXECUTION_FAILED, and the caller shows exactly "Error: " + error_message. False otherwise.
     """
@@ -528,7 +581,7 @@ class Grade(betterproto2.Message):
 
     reasons: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
     """
-    Human-readable reasons, " | "-joined component segments.
+    Human-readable reasons, " | "-joined component segments (the messages of `reason_items`, in order).
     """
 
     state_diff_json: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
@@ -581,6 +634,12 @@ class Grade(betterproto2.Message):
     """
     One row per item of the list-shaped components (env_assertions, tau2_actions,
     tau2_communicate, terminal_tests), in component then item order; empty when none ran.
+    """
+
+    reason_items: "list[GradeReason]" = betterproto2.field(13, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    The same reasons as `reasons`, one per item, typed: callers decide by kind and verdict, never by
+    splitting or matching the text.
     """
 
 
@@ -637,6 +696,30 @@ class GradeComponents(betterproto2.Message):
 
 
 default_message_pool.register_message("tolokaforge.runner.v1", "GradeComponents", GradeComponents)
+
+
+@dataclass(eq=False, repr=False)
+class GradeReason(betterproto2.Message):
+    """
+    One reason of a grade: what it is about, its verdict, and the sentence said about it.
+    """
+
+    kind: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The component it is about ("state_checks", "hash", "jsonpaths", "files", "transcript_rules",
+    "custom_checks", "llm_judge", "trace_checks", "env_assertions", "tau2_actions",
+    "tau2_communicate", "terminal_tests"), or "grade" for a rule over the whole grade (the fold, the
+    required ending), or "skipped" for keys the grader recorded as not evaluated.
+    """
+
+    verdict: "GradeReasonVerdict" = betterproto2.field(
+        2, betterproto2.TYPE_ENUM, default_factory=lambda: GradeReasonVerdict(0)
+    )
+
+    message: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+
+
+default_message_pool.register_message("tolokaforge.runner.v1", "GradeReason", GradeReason)
 
 
 @dataclass(eq=False, repr=False)

@@ -2,7 +2,7 @@
 
 A pack's ``mcp_server.py`` in this style::
 
-    from tolokaforge.core.tools_interface import ToolError, create_server
+    from tolokaforge.sdk.tools_interface import ToolError, create_server
 
     mcp, registry, TOOLS = create_server(__file__, "shelf")
 

@@ -1,4 +1,4 @@
-"""The custom-checks harness, run by the runner as ``python -m tolokaforge.core.grading.checks_runner``.
+"""The custom-checks harness, run by the runner as ``python -m tolokaforge.sdk.checks_runner``.
 
 It reads one JSON payload on stdin::
 

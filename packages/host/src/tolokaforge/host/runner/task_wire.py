@@ -1,8 +1,9 @@
-"""Trial ids and TrialSpecs: one per (task, trial index, attempt), ready for RegisterTrial.
+"""A TrialSpec as RegisterTrial carries it: each task serialised once, sent once per runner by digest.
 
-The first attempt of a trial is ``{task_id}:{trial_index}``; a retry after ``trial_lost`` is
-attempt-scoped, ``{task_id}:{trial_index}:a{attempt}``, so a runner that still holds (or records) the
-lost attempt can never confuse it with the new one.
+A runner whose HealthCheck answers ``accepts_task_digest`` keeps a task it was sent once and is then
+named it by digest (docs/protocol/runner.md); ``accepts_task_parts`` lets a pack's shared code bundle
+and tables travel apart, once each. This is the gRPC adapter's concern alone: the embedded runner is
+handed the TrialSpec object.
 """
 
 from __future__ import annotations
@@ -16,37 +17,10 @@ import orjson
 from pydantic import TypeAdapter
 
 from tolokaforge.contracts.runner import RegisterTrialRequest
-from tolokaforge.core.models import JudgeModelConfig, TaskDescription, ToolCode, TrialSpec
+from tolokaforge.core.models import TaskDescription, ToolCode, TrialSpec
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 
-__all__ = ["TaskWire", "TaskWires", "WirePart", "build_trial_spec", "register_request", "trial_id"]
-
-
-def trial_id(task_id: str, trial_index: int, attempt: int = 0) -> str:
-    """``task:0`` for the first attempt, ``task:0:a1`` for the first retry."""
-    base = f"{task_id}:{trial_index}"
-    return base if attempt == 0 else f"{base}:a{attempt}"
-
-
-def build_trial_spec(
-    task: TaskDescription,
-    *,
-    run_id: str,
-    trial_index: int,
-    attempt: int = 0,
-    agent_model: str | None = None,
-    judge_model: JudgeModelConfig | None = None,
-) -> TrialSpec:
-    return TrialSpec(
-        trial_id=trial_id(task.task_id, trial_index, attempt),
-        run_id=run_id,
-        trial_index=trial_index,
-        attempt_id=attempt,
-        task=task,
-        agent_model_config={"model": agent_model} if agent_model else None,
-        # Only a task with a judge carries the judge model: the others have nothing to judge.
-        judge_model=judge_model if task.grading.llm_judge is not None else None,
-    )
+__all__ = ["TaskWire", "TaskWires", "WirePart", "register_request"]
 
 
 @dataclass(frozen=True, slots=True)

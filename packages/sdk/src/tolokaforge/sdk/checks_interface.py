@@ -2,7 +2,7 @@
 
 A checks file in this style::
 
-    from tolokaforge.core.grading.checks_interface import CheckContext, CheckFailed, CheckPassed, check, init
+    from tolokaforge.sdk.checks_interface import CheckContext, CheckFailed, CheckPassed, check, init
 
     @init(interface_version="1.0")
     def setup(ctx: CheckContext) -> None:

@@ -8,7 +8,7 @@ An answer is dropped when its trial id is registered again or cleaned up, and th
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from cachetools import LRUCache
 
 from tolokaforge.contracts.runner import GradeTrialResponse
 
@@ -20,14 +20,10 @@ CAPACITY = 4096
 
 class ReleasedGrades:
     def __init__(self, capacity: int = CAPACITY) -> None:
-        self._capacity = capacity
-        self._answers: OrderedDict[str, GradeTrialResponse] = OrderedDict()
+        self._answers: LRUCache[str, GradeTrialResponse] = LRUCache(capacity)
 
     def keep(self, trial_id: str, answer: GradeTrialResponse) -> None:
         self._answers[trial_id] = answer
-        self._answers.move_to_end(trial_id)
-        while len(self._answers) > self._capacity:
-            self._answers.popitem(last=False)
 
     def get(self, trial_id: str) -> GradeTrialResponse | None:
         return self._answers.get(trial_id)

@@ -1,6 +1,6 @@
 """Small helpers a checks.py imports: comparing records, reading tool calls, matching text.
 
-Tool-call helpers accept :class:`~tolokaforge.core.grading.checks_interface.ToolCall` objects or plain
+Tool-call helpers accept :class:`~tolokaforge.sdk.checks_interface.ToolCall` objects or plain
 ``{"name", "arguments"}`` mappings, so a check can pass ``ctx.tool_calls`` or its own list.
 :func:`build_check_context` is the one place the harness turns a trial's evidence into a CheckContext.
 """

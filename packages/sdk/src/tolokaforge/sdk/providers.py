@@ -48,8 +48,7 @@ from tolokaforge.contracts.tool import (
     ToolErrorCategory,
     ToolProviderServiceBase,
 )
-
-from .credentials import presented_token, token_matches
+from tolokaforge.core.credentials import presented_token, token_matches
 
 __all__ = [
     "HANDSHAKE_PREFIX",

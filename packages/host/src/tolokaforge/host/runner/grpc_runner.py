@@ -1,29 +1,27 @@
-"""The host's view of a runner: the generated RunnerService stub plus the protocol's recovery rules.
+"""The Runner interface over gRPC: every wire concern of talking to a runner in another process.
+
+Encoding (each task serialised once and sent once per runner by digest, task_wire.py and
+sent_once.py; RegisterTrial replies decoded once, reply_codec.py), credentials, and the protocol's
+recovery rules:
 
 * ``TRIAL_NOT_FOUND`` from ExecuteTool raises :class:`TrialLostError` (the attempt ends ``trial_lost``).
 * A transport failure during ExecuteTool does the same: whether the call ran is unknown, so the attempt
   is abandoned and re-run from a fresh registration rather than guessed at. So does a ToolError the
-  runner marks as an infrastructure failure (its state store failed, not the tool).
+  runner marks as an infrastructure failure (its state store failed, not the tool):
+  :class:`InfrastructureFailure`.
 * Only UNAVAILABLE and CANCELLED count as transient; UNKNOWN and every other status are final.
 * RegisterTrial, GradeTrial and CleanupTrial are retried across transport failures with exponential
   backoff (a runner restarting on the same address comes back), up to ``transport_budget_s``; past
   that, :class:`RunnerUnavailableError`.
-
-``open_runner(None)`` starts the embedded runner (in this event loop, memory store, called in process:
-no HTTP/2 between two ends on one core) and ``open_runner("host:port")`` connects to a running one over
-gRPC; both yield a :class:`RunnerClient`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import ssl
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal, Protocol, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar, cast
 
 import grpclib.exceptions
 from grpclib.client import Channel
@@ -35,6 +33,7 @@ from tolokaforge.contracts.runner import (
     ExecuteToolRequest,
     ExecuteToolResponse,
     ExecutionStatus,
+    GradeErrorKind,
     GradeTrialRequest,
     GradeTrialResponse,
     HealthCheckRequest,
@@ -43,38 +42,41 @@ from tolokaforge.contracts.runner import (
     RegisterTrialResponse,
     RegistrationErrorKind,
     RunnerServiceStub,
-    ToolSchema,
 )
-from tolokaforge.core.credentials import (
-    CredentialError,
-    authorize_channel,
-    client_tls,
-    client_token,
-    refuse_clear_token,
-)
+from tolokaforge.contracts.tool import ToolErrorCategory
+from tolokaforge.core.credentials import authorize_channel
 from tolokaforge.core.models import TrialSpec
 from tolokaforge.core.retry import Backoff, RetryPolicy, retry_async
+from tolokaforge.core.runner_api import (
+    CallFailure,
+    GradeRequest,
+    GradeResult,
+    GradingFailedError,
+    InfrastructureFailure,
+    InvalidRequestError,
+    RegisteredTrial,
+    RegistrationFailedError,
+    RunnerHealth,
+    RunnerUnavailableError,
+    StoreConflictError,
+    ToolCallRequest,
+    ToolResult,
+    TrialLostError,
+)
+from tolokaforge.core.transcript import encode_transcript_wire
 
-from ..errors import ConfigError, RegistrationFailedError, RunnerUnavailableError, TrialLostError
-from ..results.redaction import register_secret
-from .reply_codec import ReplyCodec
+from ..errors import ConfigError
+from .reply_codec import DecodeOnceCodec
 from .sent_once import SentOnce
-from .trial_spec import TaskWire, TaskWires, register_request
+from .task_wire import TaskWire, TaskWires, register_request
 
-__all__ = ["RegisteredTrial", "RunnerClient", "open_runner", "parse_address"]
+__all__ = ["GrpcRunner", "RunnerStub", "parse_address"]
 
 _T = TypeVar("_T")
 # Only what the runner says may succeed unchanged: UNAVAILABLE (it or its store is down), CANCELLED (the
 # connection dropped mid-call). UNKNOWN / INTERNAL / INVALID_ARGUMENT are deterministic: never retried.
 _TRANSIENT_STATUSES = (Status.UNAVAILABLE, Status.CANCELLED)
 _BACKOFF = Backoff(initial_s=0.05, max_s=2.0)
-
-
-@dataclass(frozen=True)
-class RegisteredTrial:
-    trial_id: str
-    agent_tools: tuple[ToolSchema, ...]
-    user_tools: tuple[ToolSchema, ...]
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -94,6 +96,7 @@ def _is_transport_error(error: BaseException) -> bool:
 
 
 def _is_infrastructure(response: ExecuteToolResponse) -> bool:
+    """The wire's mark of a call the runner's store failed: ``infrastructure`` in the ToolError's details."""
     error = response.tool_error
     if error is None or not error.retryable or not error.details_json:
         return False
@@ -105,7 +108,7 @@ def _is_infrastructure(response: ExecuteToolResponse) -> bool:
 
 
 class RunnerStub(Protocol):
-    """The RunnerService calls the host makes: the generated gRPC stub, or the runner's in-process one."""
+    """The RunnerService calls this adapter makes: the generated stub (or a test's stand-in for it)."""
 
     async def health_check(
         self, message: HealthCheckRequest | None = None, *, timeout: float | None = None
@@ -128,33 +131,25 @@ class RunnerStub(Protocol):
     ) -> CleanupTrialResponse: ...
 
 
-class RunnerClient:
+class GrpcRunner:
     """One channel to one runner, shared by every trial of a run (grpclib multiplexes on HTTP/2).
 
-    With ``stub``, calls go to it instead (the embedded runner's in-process stub) and ``host:port``
-    only names the runner in messages.
+    :meth:`connect` opens the channel; the constructor takes any :class:`RunnerStub`, which is how a
+    test puts a recording stand-in between this adapter and a servicer.
     """
 
     def __init__(
         self,
-        host: str,
-        port: int,
+        stub: RunnerStub,
         *,
+        address: str,
         transport_budget_s: float = 30.0,
         rpc_timeout_s: float = 300.0,
-        stub: RunnerStub | None = None,
-        token: str | None = None,
-        ssl_context: ssl.SSLContext | None = None,
+        channel: Channel | None = None,
     ) -> None:
-        self.address = f"{host}:{port}"
-        self._channel: Channel | None = None
-        if stub is None:
-            if token is None:
-                raise ValueError("a runner over gRPC needs its token")
-            self._channel = Channel(host, port, codec=ReplyCodec(), ssl=ssl_context)
-            authorize_channel(self._channel, token)
-            stub = RunnerServiceStub(self._channel)
-        self._stub: RunnerStub = stub
+        self._address = address
+        self._channel = channel
+        self.stub = stub
         self._wires: TaskWires | None = None
         """How tasks travel to this runner once HealthCheck said it takes them by digest."""
         self._asked = False
@@ -163,7 +158,33 @@ class RunnerClient:
         self._budget = transport_budget_s
         self._timeout = rpc_timeout_s
 
-    def close(self) -> None:
+    @classmethod
+    def connect(
+        cls,
+        host: str,
+        port: int,
+        *,
+        token: str,
+        transport_budget_s: float = 30.0,
+        rpc_timeout_s: float = 300.0,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> GrpcRunner:
+        """An adapter over a new channel to ``host:port`` whose every call carries ``token``."""
+        channel = Channel(host, port, codec=DecodeOnceCodec(), ssl=ssl_context)
+        authorize_channel(channel, token)
+        return cls(
+            RunnerServiceStub(channel),
+            address=f"{host}:{port}",
+            transport_budget_s=transport_budget_s,
+            rpc_timeout_s=rpc_timeout_s,
+            channel=channel,
+        )
+
+    @property
+    def address(self) -> str:
+        return self._address
+
+    async def aclose(self) -> None:
         if self._channel is not None:
             self._channel.close()
 
@@ -178,25 +199,34 @@ class RunnerClient:
             if isinstance(error, grpclib.exceptions.GRPCError) and error.status == Status.UNAUTHENTICATED:
                 # A setup error: no retry, and no other trial, fixes it.
                 raise ConfigError(
-                    f"the runner at {self.address} refused this run's token ({error.message}): pass the "
+                    f"the runner at {self._address} refused this run's token ({error.message}): pass the "
                     f"token file it printed at start with --runner-token-file"
                 ) from error
+            if isinstance(error, grpclib.exceptions.GRPCError) and error.status == Status.INVALID_ARGUMENT:
+                raise InvalidRequestError(f"{what}: {error.message}") from error
             if not _is_transport_error(error):
                 raise
             raise RunnerUnavailableError(
-                f"runner at {self.address} unreachable for {what} after {budget:g}s: "
+                f"runner at {self._address} unreachable for {what} after {budget:g}s: "
                 f"{type(error).__name__}: {error}"
             ) from error
 
-    async def health(self) -> str:
-        return (await self.health_check()).status
+    async def health(self, *, budget_s: float | None = None) -> RunnerHealth:
+        response = await self.health_check(budget_s=budget_s)
+        return RunnerHealth(
+            status=response.status,
+            version=response.version,
+            active_trials=response.num_active_trials,
+            store_connected=response.db_service_connected,
+            adapters=tuple(response.available_adapters),
+        )
 
     async def health_check(self, *, budget_s: float | None = None) -> HealthCheckResponse:
         """HealthCheck, retried across transport failures for ``budget_s`` (default: the transport budget)."""
         timeout = self._timeout if budget_s is None else budget_s
         return await self._retrying(
             "HealthCheck",
-            lambda: self._stub.health_check(HealthCheckRequest(), timeout=timeout),
+            lambda: self.stub.health_check(HealthCheckRequest(), timeout=timeout),
             budget_s,
         )
 
@@ -230,7 +260,7 @@ class RunnerClient:
         if not response.success:
             raise RegistrationFailedError(
                 f"RegisterTrial {spec.trial_id}: {response.error}",
-                kind=response.error_kind.name or "UNSPECIFIED",
+                kind=response.error_kind,
                 retryable=response.retryable,
             )
         if wire is not None:
@@ -242,7 +272,7 @@ class RunnerClient:
     async def _register(self, spec: TrialSpec, wire: TaskWire | None) -> RegisterTrialResponse:
         request = register_request(spec, wire, sent=self._sent.held)
         response = await self._retrying(
-            "RegisterTrial", lambda: self._stub.register_trial(request, timeout=self._timeout)
+            "RegisterTrial", lambda: self.stub.register_trial(request, timeout=self._timeout)
         )
         if wire is not None and response.error_kind in (
             RegistrationErrorKind.TASK_NOT_CACHED,
@@ -252,117 +282,113 @@ class RunnerClient:
             self._sent.forget(wire.keys)
             request = register_request(spec, wire)
             response = await self._retrying(
-                "RegisterTrial", lambda: self._stub.register_trial(request, timeout=self._timeout)
+                "RegisterTrial", lambda: self.stub.register_trial(request, timeout=self._timeout)
             )
         if not response.success and response.error_kind == RegistrationErrorKind.DUPLICATE_TRIAL:
             # A registration whose answer was lost in transit: forget it and register afresh.
-            await self.cleanup(spec.trial_id)
+            await self.release(spec.trial_id)
             response = await self._retrying(
-                "RegisterTrial", lambda: self._stub.register_trial(request, timeout=self._timeout)
+                "RegisterTrial", lambda: self.stub.register_trial(request, timeout=self._timeout)
             )
         return response
 
-    async def execute(
-        self, trial_id: str, *, call_id: str, tool_name: str, arguments_json: str, executor: str
-    ) -> ExecuteToolResponse:
+    async def execute(self, call: ToolCallRequest) -> ToolResult:
         request = ExecuteToolRequest(
-            trial_id=trial_id,
-            tool_name=tool_name,
-            arguments_json=arguments_json,
-            executor=executor,
-            call_id=call_id,
+            trial_id=call.trial_id,
+            tool_name=call.tool_name,
+            arguments_json=call.arguments_json,
+            executor=call.executor,
+            call_id=call.call_id,
+            timeout_seconds=call.timeout_s,
         )
         try:
-            response = await self._stub.execute_tool(request, timeout=self._timeout)
+            response = await self.stub.execute_tool(request, timeout=self._timeout)
         except Exception as error:
             if _is_transport_error(error):
                 raise TrialLostError(
-                    f"runner connection failed during ExecuteTool {tool_name} ({call_id}): "
+                    f"runner connection failed during ExecuteTool {call.tool_name} ({call.call_id}): "
                     f"{type(error).__name__}: {error}"
                 ) from error
+            if isinstance(error, grpclib.exceptions.GRPCError) and error.status == Status.INVALID_ARGUMENT:
+                raise InvalidRequestError(error.message or "ExecuteTool: INVALID_ARGUMENT") from error
             raise
         if response.status == ExecutionStatus.TRIAL_NOT_FOUND:
-            raise TrialLostError(response.error_message or f"Trial '{trial_id}' not found")
+            raise TrialLostError(response.error_message or f"Trial '{call.trial_id}' not found")
+        result = _tool_result(response)
         if _is_infrastructure(response):
             # The runner's store failed, not the tool, and the call's effect may be unknown: this attempt
             # cannot be trusted, so it is abandoned and re-run like a lost trial.
-            raise TrialLostError(
-                f"infrastructure failure during {tool_name} ({call_id}): {response.error_message}"
+            raise InfrastructureFailure(
+                f"infrastructure failure during {call.tool_name} ({call.call_id}): {response.error_message}",
+                result,
             )
-        return response
+        return result
 
-    async def grade(
-        self, trial_id: str, llm_messages_json: str, termination_reason: str, *, release: bool = False
-    ) -> GradeTrialResponse:
-        """GradeTrial; with ``release``, the runner forgets the trial once graded when it can (the
-        response's ``released``: otherwise the caller still sends CleanupTrial)."""
-        request = GradeTrialRequest(
-            trial_id=trial_id,
-            llm_messages_json=llm_messages_json,
-            termination_reason=termination_reason,
-            release=release,
+    async def grade(self, request: GradeRequest) -> GradeResult:
+        """GradeTrial; with ``release``, the runner forgets the trial once graded when it can."""
+        message = GradeTrialRequest(
+            trial_id=request.trial_id,
+            llm_messages_json=encode_transcript_wire(request.messages)
+            if request.messages is not None
+            else "",
+            termination_reason=request.termination.value if request.termination is not None else "",
+            grading_components=sorted(request.components),
+            release=request.release,
         )
-        return await self._retrying(
-            "GradeTrial", lambda: self._stub.grade_trial(request, timeout=self._timeout)
+        response = await self._retrying(
+            "GradeTrial", lambda: self.stub.grade_trial(message, timeout=self._timeout)
         )
+        if not response.success or response.grade is None:
+            error = response.error or "GradeTrial answered success=false with no error"
+            if response.error_kind == GradeErrorKind.TRIAL_NOT_FOUND:
+                raise TrialLostError(error)
+            raise GradingFailedError(error, kind=response.error_kind)
+        return GradeResult(response.grade, released=response.released)
 
-    async def cleanup(self, trial_id: str) -> None:
+    async def release(self, trial_id: str) -> None:
         request = CleanupTrialRequest(trial_id=trial_id)
         response = await self._retrying(
-            "CleanupTrial", lambda: self._stub.cleanup_trial(request, timeout=self._timeout)
+            "CleanupTrial", lambda: self.stub.cleanup_trial(request, timeout=self._timeout)
         )
         if not response.success:
-            raise RunnerUnavailableError(f"CleanupTrial {trial_id}: {response.error}")
+            raise StoreConflictError(f"CleanupTrial {trial_id}: {response.error}")
 
 
-@contextlib.asynccontextmanager
-async def open_runner(
-    address: str | None,
-    *,
-    transport_budget_s: float = 30.0,
-    isolation: Literal["sandbox", "process", "thread"] = "sandbox",
-    golden_replay: Literal["task", "trial"] = "task",
-    sandbox_without: Sequence[str] = (),
-    token_file: Path | None = None,
-    ca_file: Path | None = None,
-) -> AsyncGenerator[RunnerClient]:
-    """A client of the runner at ``address``, or of an embedded runner (run with ``isolation`` and
-    ``golden_replay``) started for the duration.
-
-    The embedded runner is called in process; a caller that needs it served over gRPC starts it with
-    ``tolokaforge.runner.start_runner`` and holds its token.
-
-    A runner at ``address`` is called with its token: from ``token_file``, else from the file a runner
-    on this machine wrote for that port (docs/services.md); over TLS when ``ca_file`` (the CA that
-    signed its certificate) is given. No token is a :class:`ConfigError` naming ``--runner-token-file``.
-    """
-    if address is not None:
-        host, port = parse_address(address)
-        try:
-            refuse_clear_token(host, tls=ca_file is not None, service="runner", flags="--runner-ca")
-            token = client_token("runner", host, port, token_file, flag="--runner-token-file")
-            register_secret(token)  # whatever echoes it, it never reaches the results
-            tls = None if ca_file is None else client_tls(ca_file)
-        except CredentialError as error:
-            raise ConfigError(str(error)) from error
-        client = RunnerClient(host, port, transport_budget_s=transport_budget_s, token=token, ssl_context=tls)
-        try:
-            yield client
-        finally:
-            client.close()
-        return
-    from tolokaforge.runner import RunnerSettings, SandboxUnavailable, start_runner
-
-    settings = RunnerSettings(
-        isolation=isolation, golden_replay=golden_replay, sandbox_without=frozenset(sandbox_without)
+def _tool_result(response: ExecuteToolResponse) -> ToolResult:
+    error = response.tool_error
+    failure: CallFailure | None = None
+    if response.status != ExecutionStatus.SUCCESS:
+        details: dict[str, object] = {}
+        if error is not None and error.details_json:
+            try:
+                decoded = json.loads(error.details_json)
+                details = (
+                    cast(dict[str, object], decoded) if isinstance(decoded, dict) else {"details": decoded}
+                )
+            except ValueError:
+                details = {"details_json": error.details_json}
+        failure = CallFailure(
+            category=error.category if error is not None else _category(response.status),
+            message=response.error_message,
+            retryable=error.retryable if error is not None else False,
+            details=details,
+        )
+    metrics = response.metrics
+    return ToolResult(
+        status=response.status,
+        output=response.output,
+        failure=failure,
+        reported_by_tool=response.reported_by_tool,
+        latency_s=metrics.latency_seconds if metrics is not None else 0.0,
+        exit_code=metrics.exit_code if metrics is not None else 0,
+        state_mutations=metrics.state_mutations if metrics is not None else 0,
     )
-    try:
-        handle = await start_runner(settings, serve=False)
-    except SandboxUnavailable as error:  # the machine lacks a layer: a setup error, said in one line
-        raise ConfigError(str(error)) from error
-    client = RunnerClient("embedded", 0, transport_budget_s=transport_budget_s, stub=handle.in_process_stub())
-    try:
-        yield client
-    finally:
-        client.close()
-        await handle.close()
+
+
+def _category(status: ExecutionStatus) -> ToolErrorCategory:
+    """A runner that predates the ToolError still answers a status: its category, as the taxonomy maps it."""
+    return {
+        ExecutionStatus.TIMEOUT: ToolErrorCategory.TIMEOUT,
+        ExecutionStatus.TOOL_NOT_FOUND: ToolErrorCategory.NOT_FOUND,
+        ExecutionStatus.INVALID_ARGUMENTS: ToolErrorCategory.INVALID_ARGUMENTS,
+    }.get(status, ToolErrorCategory.UNKNOWN)

@@ -1,0 +1,25 @@
+"""The one chat-completions client: the host's agent and simulated user and the runner's LLM judge use it."""
+
+from __future__ import annotations
+
+from .chat import (
+    RETRYABLE_STATUS,
+    ChatCompletions,
+    ChatEndpoint,
+    ChatError,
+    ChatExhausted,
+    ChatRefused,
+    ChatUnavailable,
+    Completion,
+)
+
+__all__ = [
+    "RETRYABLE_STATUS",
+    "ChatCompletions",
+    "ChatEndpoint",
+    "ChatError",
+    "ChatExhausted",
+    "ChatRefused",
+    "ChatUnavailable",
+    "Completion",
+]

@@ -1,0 +1,194 @@
+"""An OpenAI-compatible chat-completions client with tool calling, on aiohttp.
+
+Only what may succeed on a second try is retried: HTTP 429 and 5xx and a request with no answer within
+``timeout_s`` (:class:`ChatUnavailable`), at most ``max_retries`` times, waiting as ``backoff`` says
+unless the server's ``Retry-After`` names the wait. Running out of tries raises :class:`ChatExhausted`.
+Anything else -- a 4xx, a connection refused, a body that is not a completion -- raises
+:class:`ChatRefused` at once, because repeating it spends time and quota for the same answer.
+
+Errors carry sentences with no subject (``refused the request: HTTP 401: ...``): each caller names the
+party that failed in its own words (the host's agent, the runner's judge) and raises its own error type.
+
+The body goes out as orjson bytes: it carries the whole conversation and the tools' schemas every turn,
+and the standard encoder was a tenth of the host's CPU at 256 concurrent trials (tools/bench/llm_bound.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+import aiohttp
+import orjson
+
+from ..retry import Backoff, RetryPolicy, retry_async
+
+__all__ = [
+    "RETRYABLE_STATUS",
+    "ChatCompletions",
+    "ChatEndpoint",
+    "ChatError",
+    "ChatExhausted",
+    "ChatRefused",
+    "ChatUnavailable",
+    "Completion",
+]
+
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+
+# Jitter keeps many concurrent callers from retrying in lockstep; a server's Retry-After wins anyway.
+_BACKOFF = Backoff(0.5, 30.0, jitter=True)
+
+
+@dataclass(frozen=True)
+class ChatEndpoint:
+    """Where the model is served and how long one completion may take, in tries and seconds."""
+
+    model: str
+    base_url: str
+    api_key: str
+    temperature: float | None = None
+    timeout_s: float = 60.0
+    """The budget of one request; a completion may take (max_retries + 1) x timeout_s plus the waits."""
+    max_retries: int = 2
+    backoff: Backoff = _BACKOFF
+
+
+@dataclass(frozen=True)
+class Completion:
+    message: dict[str, Any]
+    """choices[0].message: ``content`` and optionally ``tool_calls``."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+class ChatError(Exception):
+    """No completion; the message is a sentence with no subject, for the caller to prefix."""
+
+
+class ChatRefused(ChatError):
+    """A failure another try would repeat: a 4xx, an unreachable endpoint, a body that is not a completion."""
+
+
+class ChatUnavailable(ChatError):
+    """A failure worth another try: HTTP 429 or 5xx (``status``), or no answer in time (``status`` None)."""
+
+    def __init__(self, why: str, status: int | None, wait_s: float | None) -> None:
+        super().__init__(why)
+        self.status = status
+        self.wait_s = wait_s
+        """The server's Retry-After, when it sent one it means in seconds."""
+
+    @property
+    def timed_out(self) -> bool:
+        return self.status is None
+
+
+class ChatExhausted(ChatError):
+    """Every try failed with :class:`ChatUnavailable`; ``last`` is the final one."""
+
+    def __init__(self, attempts: int, last: ChatUnavailable) -> None:
+        super().__init__(f"failed after {attempts} attempt(s): {last}")
+        self.attempts = attempts
+        self.last = last
+
+
+OnRetry = Callable[[ChatUnavailable, float], None]
+"""Told of each retryable failure before its wait (the error, the wait in seconds)."""
+
+
+def _is_unavailable(error: BaseException) -> bool:
+    return isinstance(error, ChatUnavailable)
+
+
+def _wait_hint(error: BaseException) -> float | None:
+    return error.wait_s if isinstance(error, ChatUnavailable) else None
+
+
+class ChatCompletions:
+    """One endpoint's client; ``session`` is the caller's (one connection pool shared as it sees fit)."""
+
+    def __init__(self, endpoint: ChatEndpoint, session: aiohttp.ClientSession) -> None:
+        self.endpoint = endpoint
+        self._session = session
+        self._url = endpoint.base_url.rstrip("/") + "/chat/completions"
+        self._headers = {"Authorization": f"Bearer {endpoint.api_key}", "Content-Type": "application/json"}
+        self._timeout = aiohttp.ClientTimeout(total=endpoint.timeout_s)
+        self._policy = RetryPolicy(
+            retry_if=_is_unavailable,
+            max_attempts=endpoint.max_retries + 1,
+            backoff=endpoint.backoff,
+            wait_hint=_wait_hint,
+        )
+
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], on_retry: OnRetry | None = None
+    ) -> Completion:
+        """The model's next message; raises :class:`ChatRefused` or :class:`ChatExhausted`."""
+        body: dict[str, Any] = {"model": self.endpoint.model, "messages": messages}
+        if tools:
+            body["tools"] = tools
+        if self.endpoint.temperature is not None:
+            body["temperature"] = self.endpoint.temperature
+        data = orjson.dumps(body)
+        retries = 0
+
+        def count(error: BaseException, attempt: int, wait_s: float) -> None:
+            nonlocal retries
+            retries += 1
+            if on_retry is not None:
+                on_retry(cast(ChatUnavailable, error), wait_s)
+
+        try:
+            return await retry_async(lambda: self._post(data), self._policy, on_retry=count)
+        except ChatUnavailable as last:
+            raise ChatExhausted(retries + 1, last) from last
+
+    async def _post(self, data: bytes) -> Completion:
+        try:
+            async with self._session.post(
+                self._url, data=data, headers=self._headers, timeout=self._timeout
+            ) as response:
+                if response.status in RETRYABLE_STATUS:
+                    why = f"HTTP {response.status} {response.reason or ''}".strip()
+                    raise ChatUnavailable(why, response.status, _retry_after(response))
+                if response.status >= 400:
+                    text = (await response.text())[:500]
+                    raise ChatRefused(f"refused the request: HTTP {response.status}: {text}")
+                payload = orjson.loads(await response.read())
+        except TimeoutError as error:
+            raise ChatUnavailable(f"no answer within {self.endpoint.timeout_s:g}s", None, None) from error
+        except aiohttp.ClientError as error:
+            raise ChatRefused(f"unreachable: {type(error).__name__}: {error}") from error
+        except ValueError as error:
+            raise ChatRefused(f"answered a body that is not JSON: {error}") from error
+        return _completion(payload)
+
+
+def _retry_after(response: aiohttp.ClientResponse) -> float | None:
+    value = response.headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # an HTTP-date: fall back to our own backoff rather than parse clocks
+
+
+def _completion(payload: Any) -> Completion:
+    try:
+        message = cast(dict[str, Any], payload)["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError) as error:
+        raise ChatRefused(f"answered no choices[0].message: {str(payload)[:300]}") from error
+    if not isinstance(message, dict):
+        raise ChatRefused("answered a choices[0].message that is not an object")
+    usage = cast(dict[str, Any], cast(dict[str, Any], payload).get("usage") or {})
+    details = cast(dict[str, Any], usage.get("completion_tokens_details") or {})
+    return Completion(
+        message=cast(dict[str, Any], message),
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        reasoning_tokens=int(details.get("reasoning_tokens") or 0),
+    )

@@ -3,7 +3,7 @@
     uv run python tools/bench/task_parts.py [--pack examples/packs/retail] [--rounds 3]
 
 A runner process (memory store, process isolation) is started afresh for each case, and the host's
-``RunnerClient`` registers the first trial of every task of the pack, one at a time, then cleans it up:
+``GrpcRunner`` registers the first trial of every task of the pack, one at a time, then cleans it up:
 
 * ``whole``: the runner answers HealthCheck without ``accepts_task_parts`` (as a runner before them
   did), so every task travels whole (its code bundle and tables inside its ``task_json``) and is

@@ -93,7 +93,7 @@ def test_a_marked_reply_is_encoded_once_and_an_unmarked_one_each_time() -> None:
 
 
 def test_a_mark_goes_with_its_message() -> None:
-    from tolokaforge.runner import reply_wire
+    from tolokaforge.runner.edge import reply_wire
 
     marked = _reply("gone soon")
     key = id(marked)

@@ -453,7 +453,7 @@ class TrialRegistry:
             unstable_fields=[field.model_dump(exclude_none=True) for field in initial.unstable_fields],
             owner=self.owner,
             lease_seconds=self.lease_seconds,
-            parsed_json=tables_from_json,
+            parsed_json=tables_from_json or known.tables_checked,
         )
 
     async def _create_state(self, spec: TrialSpec, known: KnownTask, tables_from_json: bool) -> TrialMirror:
@@ -472,6 +472,7 @@ class TrialRegistry:
                 # twice): state an init left after its answer was lost. It is ours to delete.
                 await self._delete_left_trial(trial_id)
                 mirror = await self._init_state(spec, known, tables_from_json)
+            known.tables_checked = True
             if known.full_hash is None:
                 self.tasks.settle(spec.task, known, (await self.client.get_hashes(spec.trial_id)).full_hash)
                 # Another task with the same tables was here first: start from its copy (same content).

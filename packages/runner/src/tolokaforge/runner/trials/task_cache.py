@@ -46,6 +46,8 @@ class KnownTask:
     """The initial tables in key order: shared by every trial, never changed in place."""
     full_hash: str | None = None
     """Set after the first trial's state was created: later trials start from the store's copy."""
+    tables_checked: bool = False
+    """The store took its tables once already: JSON can hold them, so no later trial checks again."""
     code_loaded: bool = False
     """A trial of this task has loaded its tool code (imported it, for trusted tools) already."""
     bundle: CodeBundle | None = None

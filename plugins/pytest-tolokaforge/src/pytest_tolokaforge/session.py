@@ -6,8 +6,10 @@ thread for the whole session; :meth:`ToloSession.run` submits a coroutine there 
 (an embedded one serving on a loopback port, started here with ``start_runner``, or
 the external one given by ``--tolokaforge-runner``) is opened lazily by the first item that needs it
 and closed when the session ends; a runner that cannot be reached, or whose token cannot be found,
-fails every item that needs it with the same one-line reason, once. Both the host's client and the raw
-stub present the runner's token: the embedded runner's own, or the external runner's from
+fails every item that needs it with the same one-line reason, once. Trials are driven through the Runner
+interface: the embedded runner called directly, or the external one through the gRPC client adapter;
+the wire-contract checks use the raw generated stub, over gRPC either way. The adapter and the raw stub
+present the runner's token: the embedded runner's own, or the external runner's from
 ``--tolokaforge-runner-token-file`` (else the file a runner on this machine wrote for its port). Tool
 providers under test (``--tolokaforge-provider``) are started on first use, once each, and stopped by
 ``close``.
@@ -29,7 +31,7 @@ from grpclib.client import Channel
 
 from tolokaforge.contracts.runner import RunnerServiceStub
 from tolokaforge.core.credentials import CredentialError, authorize_channel, client_token
-from tolokaforge.core.runner_api import RunnerError
+from tolokaforge.core.runner_api import Runner, RunnerError
 from tolokaforge.host import GrpcRunner, HostError, PackReport, inspect_pack, parse_address
 
 from .errors import CheckFailure
@@ -55,11 +57,11 @@ class _SetupError(Exception):
 
 @dataclass
 class RunnerConnection:
-    """The runner under test: the host's client (retries, statuses) and the raw generated stub."""
+    """The runner under test: the Runner interface trials are driven through, and the raw generated stub."""
 
     address: str
     embedded: bool
-    client: GrpcRunner
+    client: Runner
     stub: RunnerServiceStub
 
 
@@ -145,9 +147,9 @@ class ToloSession:
         await client.health()  # fail here, once, when the runner is not there
         return RunnerConnection(client.address, self.settings.runner is None, client, stub)
 
-    async def _embedded(self, stack: contextlib.AsyncExitStack) -> tuple[GrpcRunner, Channel]:
-        """An embedded runner serving on a loopback port (the fixtures' raw stub talks gRPC to it too),
-        closed with ``stack``; the host's client of it and the raw stub's channel, both with its token."""
+    async def _embedded(self, stack: contextlib.AsyncExitStack) -> tuple[Runner, Channel]:
+        """An embedded runner serving on a loopback port, closed with ``stack``: the runner itself, called
+        directly, and a channel with its token for the raw stub (the wire-contract checks)."""
         from tolokaforge.runner import SandboxUnavailable, start_runner
 
         try:
@@ -155,13 +157,9 @@ class ToloSession:
         except SandboxUnavailable as error:  # the machine lacks a layer: a setup error, said in one line
             raise _SetupError(str(error)) from error
         stack.push_async_callback(handle.close)
-        client = GrpcRunner.connect(
-            handle.host, handle.port, transport_budget_s=_TRANSPORT_BUDGET_S, token=handle.token
-        )
-        stack.push_async_callback(client.aclose)
         channel = handle.channel()
         stack.callback(channel.close)
-        return client, channel
+        return handle.runner, channel
 
     def _external(self, stack: contextlib.AsyncExitStack, address: str) -> tuple[GrpcRunner, Channel]:
         """The host's client of the runner at ``address`` and the raw stub's channel, closed with

@@ -174,8 +174,10 @@ def test_legacy_judge_golden_passes(
     judge_url, bodies = judge
     grade = _run(tmp_path, cli, "judged_reply", "--judge-model", "judge-1", "--judge-base-url", judge_url)
     assert (grade["binary_pass"], grade["score"]) == (True, 0.9), grade["reasons"]
-    system = bodies[0]["messages"][0]["content"]
-    assert "parcel P-7 arrives on Friday" in system or "parcel P-7 arrives on Friday" in json.dumps(bodies[0])
+    preflight, judged = bodies[0], bodies[1]  # the run's one-token check of the judge model comes first
+    assert preflight["model"] == "judge-1" and preflight["max_completion_tokens"] == 1
+    system = judged["messages"][0]["content"]
+    assert "parcel P-7 arrives on Friday" in system or "parcel P-7 arrives on Friday" in json.dumps(judged)
 
 
 def test_legacy_judge_planted_mistake_fails(tmp_path: Path, cli: Cli, judge_url: str) -> None:

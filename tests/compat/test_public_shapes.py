@@ -166,10 +166,7 @@ def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Endpoint(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # the run's preflight: GET /v1/models
-        self._send({"object": "list", "data": []})
-
-    def do_POST(self) -> None:
+    def do_POST(self) -> None:  # the run's one-token preflight, then the trials' turns
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         message = {"role": "assistant", **_reply(body)}
         self._send(
@@ -273,13 +270,13 @@ def test_a_run_config_runs_packs_by_models_as_one_comparable_run(
 def test_run_config_keys_without_a_meaning_here_are_refused_by_path(tmp_path: Path, cli: Cli) -> None:
     config = _config(tmp_path, queue_backend="postgres", max_budget_usd=5)
     raw = yaml.safe_load(config.read_text())
-    raw["models"]["agent"][0]["provider"] = "anthropic"
+    raw["models"]["agent"][0]["provider"] = "google"
     config.write_text(yaml.safe_dump(raw))
     code, out = cli(["run", "--config", str(config)])
     assert code == 2
     assert "orchestrator.queue_backend: 'postgres' is not supported" in out
     assert "orchestrator.max_budget_usd: not supported" in out
-    assert "models.agent[0].provider: 'anthropic' is not supported" in out
+    assert "models.agent[0].provider: 'google' is not supported" in out
     code, out = cli(["run", "--config", str(_config(tmp_path)), "--trials", "3"])
     assert code == 2
     assert "--trials (the config's orchestrator.repeats)" in out

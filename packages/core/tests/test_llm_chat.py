@@ -20,6 +20,7 @@ from tolokaforge.core.llm import (
     ChatExhausted,
     ChatRefused,
     ChatUnavailable,
+    ChatUnreachable,
 )
 from tolokaforge.core.retry import Backoff
 
@@ -155,9 +156,12 @@ async def test_what_another_try_would_repeat_is_refused_at_once(
     server.reply = lambda n: reply()
     async with aiohttp.ClientSession() as session:
         chat = ChatCompletions(_endpoint(server), session)
-        with pytest.raises(ChatRefused, match="^" + re.escape(said)):
+        with pytest.raises(ChatRefused, match="^" + re.escape(said)) as caught:
             await chat.complete(MESSAGES, [])
     assert len(server.bodies) == 1
+    # Only a refusal the server answered carries its status (a caller tells a bad key from a bad body).
+    assert caught.value.status == (401 if said.startswith("refused the request") else None)
+    assert not isinstance(caught.value, ChatUnreachable)
 
 
 async def test_an_endpoint_nobody_listens_on_is_refused_at_once() -> None:
@@ -166,5 +170,6 @@ async def test_an_endpoint_nobody_listens_on_is_refused_at_once() -> None:
         port = probe.getsockname()[1]
     async with aiohttp.ClientSession() as session:
         endpoint = ChatEndpoint(model="m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k")
-        with pytest.raises(ChatRefused, match=r"^unreachable: Client"):
+        with pytest.raises(ChatUnreachable, match=r"^unreachable: Client") as caught:
             await ChatCompletions(endpoint, session).complete(MESSAGES, [])
+    assert isinstance(caught.value, ChatRefused) and caught.value.status is None

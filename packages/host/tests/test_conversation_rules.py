@@ -217,8 +217,10 @@ async def test_an_unknown_tool_is_answered_and_the_episode_goes_on() -> None:
     assert outcome.episode.tool_errors == 1
     assert outcome.termination == TerminationReason.USER_STOP
     assert outcome.grade is not None, outcome.grading_error
-    # "fail" (the default, as without rules): the same call ends the trial.
-    failed = await _run(_task("retail", RETAIL_TASK, conversation=ConversationRules()), agent)
+    # The default is "answer"; "fail" makes the same call end the trial.
+    assert ConversationRules().unknown_tool == "answer"
+    rules = ConversationRules(unknown_tool="fail")
+    failed = await _run(_task("retail", RETAIL_TASK, conversation=rules), agent)
     assert failed.termination == TerminationReason.TOOL_NOT_FOUND
 
 

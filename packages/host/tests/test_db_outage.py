@@ -36,7 +36,7 @@ from tolokaforge.core.models import TaskDescription
 from tolokaforge.core.transcript import Message
 from tolokaforge.host.agents import Agent, GoldenAgentFactory
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.run.exit_status import EXIT_INCOMPLETE, EXIT_OK, verdict
+from tolokaforge.host.run.exit_status import EXIT_OK, EXIT_USAGE, verdict
 from tolokaforge.host.run.schedule import RunSettings, run_pack
 from tolokaforge.host.turns import AgentTurn
 from tolokaforge.host.users.router import UserRouter
@@ -198,7 +198,7 @@ async def test_db_killed_mid_trial_and_restarted_resume_finishes_on_the_same_run
     first = await run_pack(pack, KillingAgents(services.kill_db), UserRouter(), settings)
     assert [row.kind for row in first.rows] == ["unfinished"] * len(TASKS)
     assert all(row.reason.startswith("infrastructure:") for row in first.rows)
-    assert verdict(first).code == EXIT_INCOMPLETE
+    assert verdict(first).code == EXIT_USAGE  # the infrastructure's failure: exit 2, --resume runs them
 
     # PostgreSQL (up all along) keeps the state of the trial that was registered at the kill: the
     # runner dropped it when the host cleaned it up, but could not delete it from the store.

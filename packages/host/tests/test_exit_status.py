@@ -139,7 +139,8 @@ def test_an_unreachable_model_endpoint_exits_2_before_any_trial(packs_dir: Path,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(
-        f"tolokaforge: error (exit 2): model endpoint http://127.0.0.1:{port}/v1 cannot"
+        f"tolokaforge: error (exit 2): preflight: the agent model 'gpt-4o-mini' at http://127.0.0.1:{port}/v1 "
+        "unreachable: "
     )
     assert not (tmp_path / "r").exists()
 

@@ -38,7 +38,8 @@ SCRIPT: dict[str, Any] = {
             {"tool_calls": [{"name": "cancel_order", "arguments": {"order_id": "O-50035", "reason": "other"}}]},
             {"content": "Cancelled <b>O-50035</b>.", "done": True},
         ],
-        "lookup_refund_quote": [{"tool_calls": [{"name": "format_disk", "arguments": {}}]}],
+        # Its user is made an LLM user and the run names no user model: the trial ends `error`.
+        "lookup_refund_quote": [{"content": "Let me look that up."}],
     },
 }  # fmt: skip
 TASKS = ("lookup_order_tracking", "write_cancel_processing_order", "lookup_refund_quote")
@@ -64,6 +65,8 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     grading = yaml.safe_load((task / "grading.yaml").read_text())
     grading["custom_checks"] = {"enabled": True, "file": "checks.py", "timeout_seconds": 10}
     (task / "grading.yaml").write_text(yaml.safe_dump(grading))
+    quote = pack / "tasks" / "lookup_refund_quote" / "task.yaml"
+    quote.write_text(quote.read_text().replace("mode: scripted", "mode: llm"))
     script = root / "script.yaml"
     script.write_text(yaml.safe_dump(SCRIPT))
     output = root / "run"
@@ -144,7 +147,7 @@ def test_chromium_renders_every_trial_with_its_evidence(run_dir: Path) -> None:
     assert "Cancelled <b>O-50035</b>." in text  # escaped text, not markup
     assert "cancel_order" in text and "SUCCESS" in text
     # the not-gradeable trial says why
-    assert "tool_not_found" in text and "format_disk" in text
+    assert "not graded: the trial ended error" in text and "wants an LLM user" in text
     # figures say what they count
     assert "pass rate" in text and "1 passed / 3 trials" in text and "over 2 graded" in text
 
@@ -156,6 +159,34 @@ def test_the_index_filters_failed_trials_and_sorts_by_score(run_dir: Path) -> No
     assert order == [("not_gradeable", False), ("failed", False), ("passed", True)]
     assert dom.shown == "2 of 3 trials shown"
     assert "hidden" in dom.sections["trial-lookup_order_tracking-0"].get("class", "")
+
+
+def _shown(dom: _Dom) -> list[str]:
+    return [row["data-trial"] for row in dom.rows if "hidden" not in row.get("class", "")]
+
+
+def test_search_and_filters_pick_trials_by_text_outcome_and_category(run_dir: Path) -> None:
+    page = (run_dir / "report.html").as_uri()
+    # text only one trial's conversation holds (the tracking number its agent reported)
+    searched = _dom(page + "?q=1z1749276956")
+    assert _shown(searched) == ["trial-lookup_order_tracking-0"]
+    assert searched.shown == "1 of 3 trials shown"
+    assert "hidden" not in searched.sections["trial-lookup_order_tracking-0"].get("class", "")
+    assert "hidden" in searched.sections["trial-write_cancel_processing_order-0"].get("class", "")
+    by_task_id = _dom(page + "?q=lookup_")
+    assert _shown(by_task_id) == ["trial-lookup_order_tracking-0", "trial-lookup_refund_quote-0"]
+    lookups_not_passed = _dom(page + "?category=lookup&outcome=not-passed")
+    assert _shown(lookups_not_passed) == ["trial-lookup_refund_quote-0"]
+    assert [row["data-category"] for row in lookups_not_passed.rows] == ["lookup", "single_write", "lookup"]
+    unfinished = _dom(page + "?outcome=unfinished")
+    assert _shown(unfinished) == [] and unfinished.shown == "0 of 3 trials shown"
+
+
+def test_the_report_shows_figures_per_category(run_dir: Path) -> None:
+    text = " ".join(" ".join(_dom((run_dir / "report.html").as_uri()).text).split())
+    # category, tasks, trials, passed, pass rate, mean score (graded), pass@1, pass^1, tokens, cost
+    assert "lookup 2 2 1 0.500 1.000 0.500 0.500 0 $0.0000" in text
+    assert "single_write 1 1 0 0.000 0.000 0.000 0.000 0 $0.0000" in text
 
 
 def _png_size(path: Path) -> tuple[int, int]:

@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 TASK = "lookup_order_tracking"
 
 
+def _is_preflight(body: dict[str, Any]) -> bool:
+    return body.get("max_completion_tokens") == 1 and "tools" not in body
+
+
 async def _cli(args: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
     """The real command in a subprocess, while this event loop serves the fake endpoint."""
     process = await asyncio.create_subprocess_exec(
@@ -56,21 +60,28 @@ async def test_openai_base_url_and_key_reach_a_local_server(
         timeout=120,
     )  # fmt: skip
     assert code == 0, err
-    assert server.requests and server.requests[0]["model"] == "gpt-4o-mini"
+    preflight, *trial = server.requests  # the preflight's one-token call, then the trial's turns
+    assert _is_preflight(preflight) and preflight["model"] == "gpt-4o-mini"
+    assert trial and not any(_is_preflight(body) for body in trial)
     manifest = yaml.safe_load((output / "run.yaml").read_text())
     assert manifest["llm_endpoint_host"] == server.url.split("/")[2]  # 127.0.0.1:<port>, never the key
     assert manifest["options"]["llm_base_url"] == server.url
     summary = yaml.safe_load((output / "summary.yaml").read_text())
-    assert summary["models"]["gpt-4o-mini"]["llm_calls"] == len(server.requests)
-    assert summary["models"]["gpt-4o-mini"]["prompt_tokens"] == 100 * len(server.requests)
+    assert summary["models"]["gpt-4o-mini"]["llm_calls"] == len(trial)  # the preflight is no trial's
+    assert summary["models"]["gpt-4o-mini"]["prompt_tokens"] == 100 * len(trial)
 
 
 async def test_a_hung_endpoint_gives_up_after_llm_timeout_and_records_each_retry(
-    packs_dir: Path, tmp_path: Path, chat_server: Callable[[Responder], Awaitable[ChatServer]]
+    packs_dir: Path,
+    tmp_path: Path,
+    chat_server: Callable[[Responder], Awaitable[ChatServer]],
+    replies: Replies,
 ) -> None:
     release = asyncio.Event()
 
     async def hang(body: dict[str, Any], count: int) -> web.StreamResponse:
+        if _is_preflight(body):
+            return replies.completion({"content": "O"})
         await release.wait()  # never answers while the run is on
         return web.Response(status=503)
 
@@ -86,10 +97,15 @@ async def test_a_hung_endpoint_gives_up_after_llm_timeout_and_records_each_retry
         )  # fmt: skip
     finally:
         release.set()
-    assert code == 1, err
-    assert out.strip().splitlines()[-1] == "exit 1: 1 not gradeable of 1 trials; pass rate 0.000 (0/1 passed)"
-    assert len(server.requests) == 2  # the first try and one retry
+    # No answer past the retries is the provider's failure, not the agent's: unfinished, exit 2.
+    assert code == 2, err
+    assert out.strip().splitlines()[-1] == (
+        "exit 2: 1 of 1 trials unfinished by the infrastructure (--resume runs them again); "
+        "pass rate 0.000 (0/1 passed)"
+    )
+    assert len(server.requests) == 3  # the preflight, then the trial's first try and one retry
     folder = output / "trials" / TASK / "0"
+    assert not (folder / "grade.yaml").exists()
     metrics = yaml.safe_load((folder / "metrics.yaml").read_text())
     assert metrics["llm_retries"] == 1  # counted although the turn gave up
     assert metrics["retry_log"][0].startswith("no answer within --llm-timeout 1s; retried after")
@@ -100,12 +116,17 @@ async def test_a_hung_endpoint_gives_up_after_llm_timeout_and_records_each_retry
 
 
 async def test_an_interrupted_run_exits_130_and_resumes(
-    packs_dir: Path, tmp_path: Path, chat_server: Callable[[Responder], Awaitable[ChatServer]]
+    packs_dir: Path,
+    tmp_path: Path,
+    chat_server: Callable[[Responder], Awaitable[ChatServer]],
+    replies: Replies,
 ) -> None:
     asked = asyncio.Event()
     release = asyncio.Event()
 
     async def hang(body: dict[str, Any], count: int) -> web.StreamResponse:
+        if _is_preflight(body):
+            return replies.completion({"content": "O"})
         asked.set()
         await release.wait()
         return web.Response(status=503)

@@ -184,7 +184,8 @@ def _public(**changes: Any) -> dict[str, Any]:
 def test_a_public_run_config_maps_onto_run_settings_with_the_public_defaults(tmp_path: Path) -> None:
     plan = read_run_config(_config(tmp_path, _public()))
     assert (plan.trials, plan.concurrency, plan.max_turns, plan.max_attempts) == (5, 8, 8, 1)
-    assert [m.name for m in plan.agent_models] == ["anthropic/claude-sonnet-4-6"]
+    # openai/: OpenRouter is OpenAI-compatible, and the router's own anthropic/ name stays its model name.
+    assert [m.name for m in plan.agent_models] == ["openai/anthropic/claude-sonnet-4-6"]
     assert plan.user_model is not None and plan.user_model.temperature == 0.2
     assert plan.base_url == OPENROUTER_BASE_URL
     assert plan.packs == (Path("packs/a"),) and plan.output == Path("results/a")
@@ -207,7 +208,7 @@ def test_every_run_config_key_without_a_meaning_here_is_refused_by_its_path(tmp_
             "tasks_glob": "../**/task.yaml",
         },
     )
-    document["models"]["agent"]["seed"] = 3
+    document["models"]["agent"]["top_p"] = 0.5
     document["models"]["user"]["provider"] = "openai"
     document["models"]["judge"] = {"provider": "openai", "name": "j"}
     with pytest.raises(ConfigError) as raised:
@@ -222,9 +223,9 @@ def test_every_run_config_key_without_a_meaning_here_is_refused_by_its_path(tmp_
         "evaluation.harness_adapter.type:",
         "evaluation.harness_adapter.params:",
         "evaluation.tasks_glob:",
-        "models.agent.seed:",
+        "models.agent.top_p:",
         "models.judge:",
-        "models: one run talks to one endpoint",
+        "models: one run talks to one OpenAI-compatible endpoint",
     ):
         assert path in message
 

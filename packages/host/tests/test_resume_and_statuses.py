@@ -1,4 +1,4 @@
-"""Resume, the scripted agent, TOOL_NOT_FOUND, a refused grade and the CLI's one-line prerequisite errors."""
+"""Resume, the scripted agent, an unknown tool answered, a refused grade and the CLI's one-line prerequisite errors."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ async def test_resume_skips_finished_trials(packs_dir: Path, tmp_path: Path) -> 
     assert (tmp_path / "trials" / "dc_data_addon_purchase" / "1" / "grade.yaml").is_file()
 
 
-async def test_unknown_tool_fails_the_trial_without_grading(packs_dir: Path, tmp_path: Path) -> None:
+async def test_an_unknown_tool_is_answered_and_the_trial_is_graded(packs_dir: Path, tmp_path: Path) -> None:
     script = tmp_path / "turns.yaml"
     script.write_text(
         yaml.safe_dump(
@@ -62,11 +62,14 @@ async def test_unknown_tool_fails_the_trial_without_grading(packs_dir: Path, tmp
     folder = output / "trials" / "dc_roaming_abroad" / "0"
     trajectory = yaml.safe_load((folder / "trajectory.yaml").read_text())
     grade = yaml.safe_load((folder / "grade.yaml").read_text())
-    assert trajectory["termination_reason"] == "tool_not_found"
+    assert trajectory["termination_reason"] == "agent_done"
     assert [c["status"] for c in trajectory["tool_calls"]] == ["SUCCESS", "TOOL_NOT_FOUND"]
-    assert grade["graded"] is False and grade["score"] is None and not grade["binary_pass"]
-    assert "tool_not_found" in grade["reasons"][0]
-    assert summary.pass_rate == 0.0 and summary.mean_score is None
+    assert trajectory["messages"][-1]["content"].startswith(
+        "Error: tool 'format_hard_drive' is not registered"
+    )
+    # Graded like any other ending; the roaming the task asked for was never enabled.
+    assert grade["graded"] is True and not grade["binary_pass"]
+    assert summary.pass_rate == 0.0 and summary.mean_score is not None
 
 
 async def test_a_refused_grade_publishes_no_score(pack_copy: Callable[[str], Path], tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ import pytest
 from tolokaforge.core.credentials import new_token, write_token_file
 from tolokaforge.host.agents import GoldenAgentFactory
 from tolokaforge.host.packs import load_pack
-from tolokaforge.host.run.exit_status import EXIT_INCOMPLETE, EXIT_OK, verdict
+from tolokaforge.host.run.exit_status import EXIT_OK, EXIT_USAGE, verdict
 from tolokaforge.host.run.schedule import RunSettings, run_pack
 from tolokaforge.host.users.router import UserRouter
 
@@ -108,7 +108,7 @@ async def test_outage_leaves_trials_unfinished_and_resume_finishes_every_one(
     unfinished = sum(kind == "unfinished" for kind in kinds)
     assert len(kinds) == 8 and graded >= 1 and unfinished >= 1
     assert graded + unfinished == 8, kinds  # nothing failed, lost or ungradeable: the outage is no verdict
-    assert verdict(first).code == EXIT_INCOMPLETE
+    assert verdict(first).code == EXIT_USAGE  # the infrastructure's failure: exit 2, --resume runs them
     grades = list(tmp_path.glob("trials/*/*/grade.yaml"))
     assert len(grades) == graded  # no grade file for a trial that never ran to its end
     assert all("score: null" not in path.read_text() for path in grades)

@@ -37,7 +37,13 @@ def _tau2_keys(grading: dict[str, Any]) -> None:
     grading["zero_unless_ended_by"] = ["agent_done", "user_stop"]
     hash_block = grading["state_checks"]["hash"]
     hash_block["golden_errors"] = "keep"
-    hash_block["golden_actions"].append({"name": "toggle_airplane_mode", "kwargs": {}, "executor": "user"})
+    hash_block["golden_actions"].append(
+        {
+            "name": "toggle_airplane_mode",
+            "kwargs": {"line_id": "L-1003", "enabled": False},
+            "executor": "user",
+        }
+    )
 
 
 def test_the_keys_load_into_the_grading_config(pack_copy: Callable[[str], Path]) -> None:

@@ -124,7 +124,7 @@ async def test_killed_runner_yields_trial_lost_then_a_clean_retry(
     assert summary.terminations() == {"user_stop": 1}
 
 
-async def test_a_trial_lost_on_every_attempt_is_unfinished_and_the_run_exits_1(
+async def test_a_trial_lost_on_every_attempt_is_unfinished_and_the_run_exits_2(
     packs_dir: Path,
     tmp_path: Path,
     runner_process: RunnerProcess,
@@ -160,4 +160,4 @@ async def test_a_trial_lost_on_every_attempt_is_unfinished_and_the_run_exits_1(
     assert row.kind == "unfinished" and "lost the trial on every attempt" in row.reason, row.reason
     assert not (tmp_path / "trials" / TASK / "0" / "grade.yaml").exists()
     result = verdict(summary)
-    assert result.code == 1 and "1 unfinished of 1 trials" in result.line, result.line
+    assert result.code == 2 and "1 of 1 trials unfinished by the infrastructure" in result.line, result.line

@@ -143,7 +143,12 @@ async def test_tool_that_raises_is_an_error(stub: RunnerServiceStub, trial: str)
     response = await stub.execute_tool(_call(trial, "explode", {}, "c1"))
     _assert_failure(response, ExecutionStatus.ERROR, ToolErrorCategory.EXECUTION_FAILED)
     assert response.error_message == "ValueError: Order O-404 not found"
-    assert json.loads(response.tool_error.details_json)["exception"] == "ValueError"  # pyright: ignore[reportOptionalMemberAccess]
+    details = json.loads(response.tool_error.details_json)  # pyright: ignore[reportOptionalMemberAccess]
+    assert details["exception"] == "ValueError"
+    # The traceback travels in the details, for the trial's record; the message stays one line.
+    assert details["traceback"].startswith("Traceback (most recent call last):")
+    assert details["traceback"].rstrip().endswith("ValueError: Order O-404 not found")
+    assert "Traceback" not in response.error_message
 
 
 async def test_failed_call_changes_nothing(stub: RunnerServiceStub, trial: str) -> None:

@@ -15,11 +15,13 @@ import pytest
 from tolokaforge.contracts.runner import (
     CleanupTrialRequest,
     ExecutionStatus,
+    GetStateRequest,
     RegisterTrialRequest,
     RunnerServiceStub,
 )
 from tolokaforge.core.protocol import ENGINE_PROTOCOL_VERSION
 from tolokaforge.runner import RunnerHandle
+from tolokaforge.runner.edge.task_wire import TaskWire
 from tolokaforge.runner.workers.code import WorkerBase
 from tolokaforge.runner.workers.worker import ToolWorker
 
@@ -74,8 +76,10 @@ async def test_a_later_plain_trials_worker_is_sent_only_the_tables_it_changed(
     await _register_plain(stub, make_spec("plain:0"))
     first = await Episode(stub, "plain:0").call("get_order", {"order_id": "O-1"}, "c1")
     assert first.status == ExecutionStatus.SUCCESS, first.error_message
-    # Gone before the next trial comes: nothing of its parsed task is left for that trial to share.
+    # Gone before the next trial comes, and its task forgotten (evicted): nothing of its parsed task
+    # is left for that trial to share, but the zygote still holds an initial state of equal content.
     assert (await stub.cleanup_trial(CleanupTrialRequest(trial_id="plain:0"))).success
+    runner.servicer.tasks = TaskWire()
     gc.collect()
 
     await _register_plain(stub, make_spec("plain:1"))
@@ -130,7 +134,9 @@ async def test_a_plain_trial_grades_as_a_trial_of_a_task_sent_by_digest(
     stub: RunnerServiceStub, status: str
 ) -> None:
     grades: list[tuple[bool, float, str, str]] = []
-    for index, register in enumerate((_register_by_digest, _register_plain, _register_plain)):
+    # Plain: the 1st and 2nd trials replay the golden path; the 3rd and 4th reuse their outcome.
+    registers = (_register_by_digest, _register_plain, _register_plain, _register_plain, _register_plain)
+    for index, register in enumerate(registers):
         trial_id = f"graded-{status}:{index}"
         await register(stub, _graded_spec(trial_id))
         episode = Episode(stub, trial_id)
@@ -142,4 +148,32 @@ async def test_a_plain_trial_grades_as_a_trial_of_a_task_sent_by_digest(
         grade = answer.grade
         grades.append((grade.binary_pass, grade.score, grade.reasons, grade.state_diff_json))
     assert grades[0][0] is (status == "paid")
-    assert grades[1] == grades[0] and grades[2] == grades[0]
+    assert all(grade == grades[0] for grade in grades[1:])
+
+
+async def test_two_plain_trials_of_one_task_share_it_and_one_record_apart_is_another_task(
+    runner: RunnerHandle, stub: RunnerServiceStub
+) -> None:
+    registry = runner.runner.registry
+    await _register_plain(stub, make_spec("same:0"))
+    first = registry.get("same:0").spec.task
+    # Gone before the next trial of its task comes, as when an engine runs a task's trials in turn.
+    assert (await stub.cleanup_trial(CleanupTrialRequest(trial_id="same:0"))).success
+    await _register_plain(stub, make_spec("same:1"))
+    await _register_plain(stub, make_spec("same:2"))
+    apart = initial_tables()
+    apart["orders"][1]["total"] = 4.0
+    await _register_plain(stub, make_spec("same:3", initial_state={"tables": apart}))
+
+    second, third, other = (registry.get(f"same:{index}") for index in (1, 2, 3))
+    assert second.spec.task is first and third.spec.task is first
+    assert (second.spec.trial_id, third.spec.trial_id) == ("same:1", "same:2")
+    assert third.state.initial_tables is second.state.initial_tables
+    assert other.spec.task is not first
+    assert other.state.initial_hash != second.state.initial_hash
+    totals: dict[str, float] = {}
+    for trial_id in ("same:2", "same:3"):
+        state = await stub.get_state(GetStateRequest(trial_id=trial_id))
+        assert state.success, state.error
+        totals[trial_id] = json.loads(state.state_json)["orders"][1]["total"]
+    assert totals == {"same:2": 3.0, "same:3": 4.0}

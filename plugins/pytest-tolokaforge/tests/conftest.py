@@ -54,17 +54,31 @@ RunPytest = Callable[..., Run]
 
 @pytest.fixture
 def run_pytest(tmp_path_factory: pytest.TempPathFactory) -> RunPytest:
-    """``run_pytest(*args, cwd=None, autoload=False)``: pytest in a subprocess outside the repo.
+    """``run_pytest(*args, cwd=None, autoload=False, columns=240, uv=False)``: pytest in a subprocess
+    outside the repo.
 
     Without ``autoload`` only this plugin is loaded (``-p pytest_tolokaforge.plugin``), which keeps
-    the run quick; with it, pytest finds the plugin through its ``pytest11`` entry point.
+    the run quick; with it, pytest finds the plugin through its ``pytest11`` entry point. With ``uv``
+    it is ``uv run pytest`` in the project ``cwd``, in that project's own environment (entry point
+    included).
     """
 
-    def run(*args: str, cwd: Path | None = None, autoload: bool = False, timeout: float = 240) -> Run:
+    def run(
+        *args: str,
+        cwd: Path | None = None,
+        autoload: bool = False,
+        timeout: float = 240,
+        columns: int = 240,
+        uv: bool = False,
+    ) -> Run:
         where = cwd or tmp_path_factory.mktemp("run")
-        env = {**os.environ, "COLUMNS": "240"}
+        env = {**os.environ, "COLUMNS": str(columns)}
         command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "-W", "error"]
-        if autoload:
+        if uv:
+            env.pop("VIRTUAL_ENV", None)  # the workspace's: uv would warn that it is not the project's
+            env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+            command = [uv_executable(), "run", *command[2:]]
+        elif autoload:
             env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
         else:
             env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
@@ -81,6 +95,19 @@ def run_pytest(tmp_path_factory: pytest.TempPathFactory) -> RunPytest:
         return Run(done.returncode, done.stdout + done.stderr)
 
     return run
+
+
+def uv_executable() -> str:
+    """The uv running this suite (``uv run`` names itself in ``UV``), else the one on PATH."""
+    found = os.environ.get("UV") or shutil.which("uv")
+    if found is None:
+        pytest.fail("the separate-project tests drive uv, and no uv is on PATH (pip install uv)")
+    return found
+
+
+@pytest.fixture
+def uv() -> str:
+    return uv_executable()
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from xml.etree import ElementTree
 
 import pytest
 import yaml
@@ -151,3 +152,30 @@ def test_each_breakage_fails_its_item_naming_the_problem(
         f"note tolokaforge[retail]::{NO_GOLDEN_RESPONSE} golden: not judged (the task has no "
         "golden_response): disallow_regex, communicate_info" in run.output
     )
+
+
+def test_the_short_summary_gives_a_failed_checks_whole_reason_at_80_columns(
+    run_pytest: RunPytest, pack_copy: Callable[[str], Path], tmp_path: Path
+) -> None:
+    root = pack_copy("retail")
+    _break(root)
+    junit = tmp_path / "junit.xml"
+    run = run_pytest(
+        f"--tolokaforge-pack={root}",
+        "--tolokaforge-checks=load,resolve",
+        "-k",
+        MISSING_TOOL,
+        f"--junit-xml={junit}",
+        columns=80,
+    )
+    assert run.returncode == 1, run.output
+    item = f"tolokaforge[retail]::{MISSING_TOOL}::resolve"
+    found = re.search(rf"^failed tolokaforge\[retail\]::{MISSING_TOOL} resolve: (.+)$", run.output, re.M)
+    assert found is not None, run.output
+    reason = found.group(1)
+    assert len(f"FAILED {item} - {reason}") > 80  # pytest would cut it to the terminal's width
+    assert f"\nFAILED {item} - {reason}\n" in run.output
+    assert f"\nPASSED tolokaforge[retail]::{MISSING_TOOL}::load\n" in run.output
+    assert "registered agent tools: " in run.section(item)  # the details stay in the failure section
+    (failure,) = ElementTree.parse(junit).getroot().iter("failure")
+    assert failure.get("message") == reason and "registered agent tools: " in (failure.text or "")

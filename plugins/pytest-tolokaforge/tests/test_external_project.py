@@ -1,14 +1,19 @@
-"""A separate project outside the monorepo, the way a pack author uses the plugin.
+"""A separate project outside the monorepo, made by the steps of the plugin's README ("Using it from
+another repository"), the way a pack author uses the plugin.
 
-Its own pyproject names the pack (ini ``tolokaforge_packs``, relative to the project) and the checks;
-its tests folder has no conftest and uses the fixtures; pytest finds the plugin through its ``pytest11``
-entry point; and the runner under test is an external ``tolokaforge-runner`` (``--tolokaforge-runner``),
-whose token the plugin finds in the file the runner wrote for its port, or is given
-(``--tolokaforge-runner-token-file``).
+``uv init --bare``, ``uv add --dev <checkout>/plugins/pytest-tolokaforge`` (uv brings the Tolokaforge
+packages it needs from the same checkout), the ini keys added to its pyproject (the pack, relative
+to the project, and the checks), its pack and its tests (no conftest; the fixtures), then ``uv run
+pytest`` in the project's own environment: pytest finds the plugin through its ``pytest11`` entry
+point. The runner under test is an external ``tolokaforge-runner`` (``--tolokaforge-runner``), whose
+token the plugin finds in the file the runner wrote for its port, or is given
+(``--tolokaforge-runner-token-file``). uv works offline here, from the cache the workspace's own
+``uv sync`` filled.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -26,21 +31,21 @@ if TYPE_CHECKING:
 
 PLUGIN = Path(__file__).resolve().parents[1]
 
-PYPROJECT = f"""
-[project]
-name = "my-dual-control-pack"
-version = "0.1.0"
-requires-python = ">=3.11"
-dependencies = ["pytest-tolokaforge @ {PLUGIN.as_uri()}"]
-
+PYTEST_INI = """
 [tool.pytest.ini_options]
 tolokaforge_packs = ["packs/dual_control"]
 tolokaforge_checks = "load,golden,runner"
-asyncio_default_fixture_loop_scope = "function"
 """
 
 AUTHOR_TESTS = """
+import sys
+from pathlib import Path
+
 from tolokaforge.contracts.runner import HealthCheckRequest
+
+
+def test_this_runs_in_the_projects_own_environment():
+    assert Path(sys.prefix) == Path(__file__).resolve().parents[1] / ".venv"
 
 
 def test_the_pack_is_loaded(tolokaforge_pack):
@@ -107,25 +112,47 @@ def external_runner(
             process.wait(timeout=30)
 
 
+def _uv(uv: str, *args: str, cwd: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
+    # Offline, from the cache the workspace's sync filled; this interpreter, so no download either.
+    env |= {"UV_OFFLINE": "1", "UV_PYTHON": sys.executable}
+    done = subprocess.run([uv, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"uv {' '.join(args)}:\n{done.stdout}{done.stderr}"
+
+
 def test_a_separate_project_runs_the_plugin_against_an_external_runner(
-    run_pytest: RunPytest, tmp_path: Path, packs_dir: Path, external_runner: tuple[str, list[str]]
+    run_pytest: RunPytest,
+    uv: str,
+    tmp_path: Path,
+    packs_dir: Path,
+    external_runner: tuple[str, list[str]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     address, token_options = external_runner
     project = tmp_path / "my-pack-repo"
-    (project / "tests").mkdir(parents=True)
-    (project / "pyproject.toml").write_text(PYPROJECT)
-    (project / "tests" / "test_my_pack.py").write_text(AUTHOR_TESTS)
+    project.mkdir()
+    assert not project.resolve().is_relative_to(PLUGIN.parents[1])
+    # The README's steps, one by one.
+    _uv(uv, "init", "--bare", "--name", "my-dual-control-pack", cwd=project)
+    _uv(uv, "add", "--dev", str(PLUGIN), cwd=project)
+    pyproject = (project / "pyproject.toml").read_text()
+    assert f'pytest-tolokaforge = {{ path = "{PLUGIN}" }}' in pyproject, pyproject
+    (project / "pyproject.toml").write_text(pyproject + PYTEST_INI)
     shutil.copytree(
         packs_dir / "dual_control",
         project / "packs" / "dual_control",
         ignore=shutil.ignore_patterns("__pycache__"),
     )
-    assert not project.resolve().is_relative_to(PLUGIN.parents[1])
+    (project / "tests").mkdir()
+    (project / "tests" / "test_my_pack.py").write_text(AUTHOR_TESTS)
 
-    run = run_pytest(f"--tolokaforge-runner={address}", *token_options, cwd=project, autoload=True)
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    monkeypatch.setenv("UV_PYTHON", sys.executable)
+    run = run_pytest(f"--tolokaforge-runner={address}", *token_options, cwd=project, uv=True)
 
     assert run.returncode == 0, run.output
     assert "plugins: " in run.output and "tolokaforge-0.1.0" in run.output  # found by its entry point
+    assert f"rootdir: {project}" in run.output
     tasks = [p.name for p in (packs_dir / "dual_control" / "tasks").iterdir()]
     assert run.outcomes == {
         **{f"tolokaforge[dual_control]::{t}::{c}": "PASSED" for t in tasks for c in ("load", "golden")},
@@ -136,6 +163,7 @@ def test_a_separate_project_runs_the_plugin_against_an_external_runner(
         **{
             f"tests/test_my_pack.py::{name}": "PASSED"
             for name in (
+                "test_this_runs_in_the_projects_own_environment",
                 "test_the_pack_is_loaded",
                 "test_the_runner_is_the_external_one",
                 "test_roaming_done_by_hand_passes",

@@ -19,7 +19,7 @@ from collections.abc import Generator
 import pytest
 
 from .collection import CheckItem, PackNode, ProviderItem, TaskNode, session_nodes
-from .errors import CheckFailure
+from .errors import CheckFailure, FailureRepr
 from .fixtures import tolokaforge_pack, tolokaforge_packs, tolokaforge_runner, tolokaforge_trial
 from .options import TASK_CHECKS, add_options, read_settings
 from .ray_checks import RAY_KEY, RayChecks
@@ -76,7 +76,7 @@ def pytest_runtest_makereport(
         and isinstance(item, CheckItem | ProviderItem)
         and isinstance(failure, CheckFailure)
     ):
-        report.longrepr = failure.details
+        report.longrepr = FailureRepr(failure.summary, failure.details)
     return report
 
 
@@ -98,6 +98,34 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             pack, loaded = item.parent.parent, item.parent.loaded
             if isinstance(pack, PackNode) and loaded is not None:
                 on_ray.select(pack.report.pack, loaded.task_id, item.check)
+
+
+_KEPT_VERBOSITY = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(wrapper=True, trylast=True, specname="pytest_terminal_summary")
+def pytest_terminal_summary_untrimmed(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> Generator[None, None, None]:
+    """Inside pytest's own summary wrapper, so this runs just before its short test summary: when a
+    check failed, the summary lines are not cut to the terminal's width (as with ``-vv``), so each
+    failed check shows its whole reason. The outer wrapper below puts the verbosity back."""
+    yield
+    failed = terminalreporter.stats.get("failed", [])
+    if any(isinstance(getattr(report, "longrepr", None), FailureRepr) for report in failed):
+        config.stash[_KEPT_VERBOSITY] = config.option.verbose
+        config.option.verbose = max(config.option.verbose, 2)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_terminal_summary")
+def pytest_terminal_summary_restore(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> Generator[None, None, None]:
+    yield
+    kept = config.stash.get(_KEPT_VERBOSITY, None)
+    if kept is not None:
+        config.option.verbose = kept
+        del config.stash[_KEPT_VERBOSITY]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:

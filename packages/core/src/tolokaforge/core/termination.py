@@ -32,7 +32,8 @@ class TerminationReason(enum.StrEnum):
     """The runner no longer held the trial's registration (ExecuteTool answered TRIAL_NOT_FOUND)."""
 
     TOOL_NOT_FOUND = "tool_not_found"
-    """The agent called a tool the trial never registered; the trial fails."""
+    """The agent called a tool the trial never registered, under conversation rules that say
+    ``unknown_tool: fail``; the trial fails. Otherwise such a call is answered and the episode goes on."""
 
     ERROR = "error"
     """The harness or the LLM provider failed."""

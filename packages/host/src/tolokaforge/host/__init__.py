@@ -1,6 +1,7 @@
 """Tolokaforge host: load a task pack, drive agents through a runner, grade, write results.
 
-The CLI is ``tolokaforge`` (:mod:`tolokaforge.host.cli`); the library entry points are
+The CLI is ``tolokaforge`` (:mod:`tolokaforge.host.cli`); the Python API is :func:`evaluate` and
+:func:`aevaluate` (:mod:`tolokaforge.host.api`, docs/python-api.md), over the library entry points
 :func:`load_pack` and :func:`run_pack`. The rest of ``__all__`` is what the pytest plugin and the
 benchmarks drive a trial with (a runner client, the TrialSpec builder, the golden agent, one episode,
 the chat client), the run's exit verdict, the HTML report, and a Ray run's settings (``RaySettings``, ``AgentRecipe``);
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
     from .agents import GoldenAgentFactory
     from .agents.setup import AgentRecipe, LLMOptions
+    from .api import EvaluationResult, TrialResult, aevaluate, evaluate
     from .errors import HostError, PackLoadError, PackProblem
     from .html_report import write_report
     from .llm import DEFAULT_PRICES, ChatClient, ChatSettings, llm_session
@@ -36,14 +38,17 @@ if TYPE_CHECKING:
     from .run.trial_spec import build_trial_spec
     from .runner import GrpcRunner, open_runner, parse_address
     from .runner.task_wire import register_request
+    from .turns import AgentTurn, ProposedCall
     from .users.router import UserRouter
 
 __all__ = [
     "DEFAULT_PRICES",
     "AgentRecipe",
+    "AgentTurn",
     "ChatClient",
     "ChatSettings",
     "Episode",
+    "EvaluationResult",
     "GoldenAgentFactory",
     "GrpcRunner",
     "HostError",
@@ -53,14 +58,18 @@ __all__ = [
     "PackLoadError",
     "PackProblem",
     "PackReport",
+    "ProposedCall",
     "RaySettings",
     "RegisteredTrial",
     "RunSettings",
     "RunSummary",
     "Runner",
+    "TrialResult",
     "UserRouter",
     "Verdict",
+    "aevaluate",
     "build_trial_spec",
+    "evaluate",
     "export_tau2_results",
     "inspect_pack",
     "llm_session",
@@ -78,10 +87,12 @@ __all__ = [
 
 _HOMES: dict[str, str] = {
     "AgentRecipe": ".agents.setup",
+    "AgentTurn": ".turns",
     "ChatClient": ".llm",
     "ChatSettings": ".llm",
     "DEFAULT_PRICES": ".llm",
     "Episode": ".results.outcome",
+    "EvaluationResult": ".api",
     "GoldenAgentFactory": ".agents",
     "GrpcRunner": ".runner",
     "HostError": ".errors",
@@ -91,14 +102,18 @@ _HOMES: dict[str, str] = {
     "PackLoadError": ".errors",
     "PackProblem": ".errors",
     "PackReport": ".packs",
+    "ProposedCall": ".turns",
     "RaySettings": ".run.ray",
     "RegisteredTrial": "tolokaforge.core.runner_api",
     "RunSettings": ".run.schedule",
     "RunSummary": ".results.summary",
     "Runner": "tolokaforge.core.runner_api",
+    "TrialResult": ".api",
     "UserRouter": ".users.router",
     "Verdict": ".run.exit_status",
+    "aevaluate": ".api",
     "build_trial_spec": ".run.trial_spec",
+    "evaluate": ".api",
     "export_tau2_results": ".results.tau2_export",
     "inspect_pack": ".packs",
     "llm_session": ".llm",

@@ -4,6 +4,7 @@
     ├── PackLoadError              a pack has problems (``.problems``: each names its file and key)
     ├── AgentError                 the agent could not produce a turn (provider failure, bad file)
     ├── EndpointUnreachableError   the model endpoint did not answer the up-front check
+    ├── ModelRefusedError          the model provider refused the up-front check (key, model)
     └── ConfigError                a CLI/setting value the host cannot use (missing key, bad file)
 
 What a runner answers it cannot do is the Runner interface's own tree (``RunnerError`` and its kinds:
@@ -32,6 +33,7 @@ __all__ = [
     "ConfigError",
     "EndpointUnreachableError",
     "HostError",
+    "ModelRefusedError",
     "PackLoadError",
     "PackProblem",
     "RegistrationFailedError",
@@ -77,15 +79,22 @@ class AgentError(HostError):
 
     ``usage`` is what the failed turn spent before giving up (its retries, their causes), so the
     trial's metrics count it rather than report ``llm_retries: 0`` for a turn that retried five times.
+    ``infrastructure`` is True when the provider, not the conversation, is at fault (a refused key, an
+    unknown model, no answer, no tries left): the trial then stays unfinished and ``--resume`` runs it.
     """
 
-    def __init__(self, message: str, usage: Usage | None = None) -> None:
+    def __init__(self, message: str, usage: Usage | None = None, *, infrastructure: bool = False) -> None:
         super().__init__(message)
         self.usage = usage
+        self.infrastructure = infrastructure
 
 
 class EndpointUnreachableError(HostError):
     """The model endpoint did not answer at all before the run (refused, unresolvable, hung)."""
+
+
+class ModelRefusedError(HostError):
+    """A model provider answered the up-front check with a refusal: the key or the model is wrong."""
 
 
 class ConfigError(HostError):

@@ -1,7 +1,9 @@
 """Tolokaforge Runner: the RunnerService (trial lifecycle, tool execution, grading) on grpclib.
 
 Start one in this process with :func:`start_runner` (embedded mode, ephemeral loopback port), or as a
-service with the ``tolokaforge-runner`` command. :class:`Limits` and the sandbox (:class:`Confinement`,
+service with the ``tolokaforge-runner`` command. :func:`compile_parameters` is the check a tool's call
+arguments get (:class:`ToolLoadError`: its schema is none), public for the host's ``validate``.
+:class:`Limits` and the sandbox (:class:`Confinement`,
 :class:`View`, :class:`SandboxUnavailable`) say how pack code is confined (docs/isolation.md). :class:`ChildProcess` is the runner's supervised child
 process (its own process group, drained pipes, the whole tree killed on stop), public for the pytest
 plugin's provider checks.
@@ -19,9 +21,11 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from .edge.guard import EdgeLimits
     from .edge.server import RunnerHandle, RunnerSettings, start_runner
+    from .errors import ToolLoadError
     from .lifecycle.local import LocalRunner
     from .process.confinement import Confinement, SandboxUnavailable, View
     from .process.sandbox import Limits
+    from .tools.base import compile_parameters
     from .tools.child_process import ChildProcess
 
 __all__ = [
@@ -33,8 +37,10 @@ __all__ = [
     "RunnerHandle",
     "RunnerSettings",
     "SandboxUnavailable",
+    "ToolLoadError",
     "View",
     "__version__",
+    "compile_parameters",
     "start_runner",
 ]
 
@@ -60,6 +66,14 @@ def __getattr__(name: str) -> Any:
         from .process.sandbox import Limits
 
         return Limits
+    if name == "compile_parameters":
+        from .tools.base import compile_parameters
+
+        return compile_parameters
+    if name == "ToolLoadError":
+        from .errors import ToolLoadError
+
+        return ToolLoadError
     if name == "ChildProcess":
         from .tools.child_process import ChildProcess
 

@@ -1,4 +1,4 @@
-"""The one chat-completions client: the host's agent and simulated user and the runner's LLM judge use it."""
+"""The one chat client (OpenAI-compatible or Anthropic): the host's agent and simulated user and the runner's LLM judge use it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from .chat import (
     ChatExhausted,
     ChatRefused,
     ChatUnavailable,
+    ChatUnreachable,
     Completion,
+    Provider,
+    split_model,
 )
 
 __all__ = [
@@ -21,5 +24,8 @@ __all__ = [
     "ChatExhausted",
     "ChatRefused",
     "ChatUnavailable",
+    "ChatUnreachable",
     "Completion",
+    "Provider",
+    "split_model",
 ]

@@ -1,7 +1,8 @@
 """ConversationRules: how a task's conversation runs when it asks for τ²-bench's rules (docs/conversation.md).
 
 A task without rules (``TaskDescription.conversation`` None) runs the harness's own loop: the agent's
-turn budget ``max_turns``, ``###STOP###`` from the user, TOOL_NOT_FOUND failing the trial. A task with
+turn budget ``max_turns``, ``###STOP###`` from the user, a call of an unknown tool answered with the
+runner's error and the episode going on. A task with
 rules runs the loop the way τ²-bench's orchestrator runs it: an opening line of the agent's, stop
 markers on either side, a budget of message hops instead of assistant turns, a budget of failed tool
 calls, and unknown tools answered like any failing tool. The host applies them; the runner only
@@ -45,11 +46,11 @@ class ConversationRules(SpecModel):
     """The budget of failed tool calls (any status but SUCCESS, agent and user calls alike), checked where
     ``max_steps`` is and after it: reaching it ends the episode ``too_many_errors``."""
 
-    unknown_tool: Literal["fail", "answer"] = "fail"
-    """``fail``: a call ExecuteTool answers TOOL_NOT_FOUND ends the trial ``tool_not_found``. ``answer``:
-    the caller reads τ²'s text for it (``Error: Tool '<name>' not found.``, or ``Error: User tools not
-    available`` for a user-side call in a trial that offers the user no tools), the call counts as an
-    error, and the episode goes on."""
+    unknown_tool: Literal["fail", "answer"] = "answer"
+    """``answer``: the caller reads τ²'s text for a call ExecuteTool answers TOOL_NOT_FOUND (``Error: Tool
+    '<name>' not found.``, or ``Error: User tools not available`` for a user-side call in a trial that
+    offers the user no tools), the call counts as an error, and the episode goes on. ``fail``: such a
+    call ends the trial ``tool_not_found``."""
 
     @field_validator("agent_stop_markers", "user_stop_markers")
     @classmethod

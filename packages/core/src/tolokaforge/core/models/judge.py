@@ -133,10 +133,14 @@ class JudgeModelConfig(SpecModel):
     """
 
     model: str = Field(min_length=1)
+    """An ``anthropic/`` prefix selects Anthropic's Messages API; any other name is OpenAI-compatible."""
     base_url: str = "https://api.openai.com/v1"
     api_key_env: list[str] = Field(default_factory=lambda: list(DEFAULT_JUDGE_KEY_ENV), min_length=1)
     """Names of environment variables of the runner's process; the first one set holds the key."""
     temperature: float | None = Field(default=None, ge=0)
+    seed: int | None = None
+    max_tokens: int | None = Field(default=None, gt=0)
+    reasoning_effort: str | None = None
     price: JudgePrice | None = None
     """None: the run's price table has no price for this model (the host reports the cost unknown)."""
     max_turns: int = Field(default=12, gt=0)

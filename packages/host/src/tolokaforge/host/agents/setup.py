@@ -14,9 +14,13 @@ from pathlib import Path
 
 import aiohttp
 
+from tolokaforge.core.llm import split_model
+
 from ..errors import ConfigError
 from ..llm import ChatClient, ChatSettings, api_key_from_env, load_prices
-from ..llm.chat import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
+from ..llm.chat import DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
+from ..llm.generation import Generation
+from ..llm.preflight import ModelCheck
 from ..llm.pricing import PriceTable
 from ..users import LLMUserFactory
 from ..users.router import UserRouter
@@ -35,9 +39,14 @@ class LLMOptions:
     prices: Path | None
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_retries: int = DEFAULT_MAX_RETRIES
-    temperature: float | None = None
-    """The agent model's sampling temperature (a run_config.yaml's); None sends none."""
-    user_temperature: float | None = None
+    generation: Generation = field(default_factory=Generation)
+    """The agent model's settings (``--gen agent.*`` over a run_config.yaml's); None values send none."""
+    user_generation: Generation = field(default_factory=Generation)
+    anthropic_base_url: str = DEFAULT_ANTHROPIC_BASE_URL
+    """Where ``anthropic/`` models are served; ``base_url`` serves every other model."""
+
+    def base_url_for(self, model: str) -> str:
+        return self.anthropic_base_url if split_model(model)[0] == "anthropic" else self.base_url
 
 
 @dataclass(frozen=True)
@@ -71,24 +80,44 @@ class AgentRecipe:
         elif self.agent == "llm":
             if not self.llm.model:
                 raise ConfigError("--agent llm needs --model (or TOLOKAFORGE_MODEL)")
-            agents = LLMAgentFactory(self._chat(self.llm.model, session, self.llm.temperature))
+            agents = LLMAgentFactory(self._chat(self.llm.model, session, self.llm.generation))
         else:
             raise ConfigError(f"unknown agent {self.agent!r} (golden, scripted or llm)")
         user_model = self.user_model
         users = UserRouter(
-            llm=LLMUserFactory(self._chat(user_model, session, self.llm.user_temperature))
+            llm=LLMUserFactory(self._chat(user_model, session, self.llm.user_generation))
             if self.llm_users and user_model
             else None,
             stand_in=self.agent == "golden",
         )
         return agents, users
 
-    def _chat(self, model: str, session: aiohttp.ClientSession, temperature: float | None) -> ChatClient:
+    def model_checks(self) -> list[ModelCheck]:
+        """The models :meth:`build` will call, by role, for the preflight (none for golden or scripted).
+
+        Without a key there is nothing to check: :meth:`build` refuses that first."""
+        roles: list[tuple[str, str]] = []
+        if self.agent == "llm" and self.llm.model:
+            roles.append(("agent", self.llm.model))
+        if self.llm_users and self.user_model:
+            roles.append(("user simulator", self.user_model))
+        return [
+            ModelCheck(
+                role, model, self.llm.base_url_for(model), key, self.llm.timeout_s, self.llm.max_retries
+            )
+            for role, model in roles
+            if (key := api_key_from_env(model))
+        ]
+
+    def _chat(self, model: str, session: aiohttp.ClientSession, generation: Generation) -> ChatClient:
         settings = ChatSettings(
             model=model,
-            base_url=self.llm.base_url,
-            api_key=api_key_from_env(),
-            temperature=temperature,
+            base_url=self.llm.base_url_for(model),
+            api_key=api_key_from_env(model),
+            temperature=generation.temperature,
+            seed=generation.seed,
+            max_tokens=generation.max_tokens,
+            reasoning_effort=generation.reasoning_effort,
             timeout_s=self.llm.timeout_s,
             max_retries=self.llm.max_retries,
         )

@@ -18,6 +18,7 @@ from click.core import ParameterSource
 
 from ..agents.setup import AgentRecipe, LLMOptions
 from ..errors import ConfigError, PackLoadError, PackProblem
+from ..llm.generation import Generation, check_generation, parse_generation
 from ..packs import Pack, load_pack
 from ..run.config_file import RunConfigPlan, read_run_config
 from ..run.matrix import Cell, combine_packs
@@ -90,6 +91,8 @@ def plan_config_run(ctx: click.Context, params: dict[str, Any], recipe_of: Recip
     if not _explicit(ctx, "base_url") and plan.base_url is not None:
         base_url = plan.base_url
     user = plan.user_model
+    generation = parse_generation(params["gen"])
+    where = (f"--config {path}", "--gen")
     recipes: dict[str | None, AgentRecipe] = {}
     for model in plan.agent_models or (None,):
         llm = LLMOptions(
@@ -99,9 +102,18 @@ def plan_config_run(ctx: click.Context, params: dict[str, Any], recipe_of: Recip
             prices=params["prices"],
             timeout_s=params["llm_timeout"],
             max_retries=params["llm_max_retries"],
-            temperature=model.temperature if model else None,
-            user_temperature=user.temperature if user else None,
+            generation=generation.get("agent", Generation()).over(
+                model.generation if model else Generation()
+            ),
+            user_generation=generation.get("user", Generation()).over(
+                user.generation if user else Generation()
+            ),
+            anthropic_base_url=params["anthropic_base_url"],
         )
+        if model is not None:
+            check_generation("agent", model.name, llm.generation, where)
+        if user is not None:
+            check_generation("user", user.name, llm.user_generation, where)
         recipes[model.name if model else None] = recipe_of(agent, llm, pack)
     return ConfigRun(plan, pack, cells, agent, base_url, recipes)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -9,7 +11,14 @@ from rich.table import Table
 from ..results.outcome import TrialOutcome
 from ..results.summary import RunSummary
 
-__all__ = ["ProgressObserver", "cells_table", "failures_table", "summary_table", "tasks_table"]
+__all__ = [
+    "FAILURES_SHOWN",
+    "ProgressObserver",
+    "cells_table",
+    "failures_table",
+    "summary_table",
+    "tasks_table",
+]
 
 
 class ProgressObserver:
@@ -29,15 +38,17 @@ class ProgressObserver:
         self._passed = 0
 
     def __enter__(self) -> ProgressObserver:
-        self._progress.start()
+        # The bar is drawn from ``started`` on: a run refused before its first trial (exit 2) draws none.
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
+        if self._progress.live.is_started:
+            self._progress.stop()
 
     def started(self, total: int, skipped: int) -> None:
         description = f"trials ({skipped} done earlier)" if skipped else "trials"
         self._progress.update(self._bar, total=total - skipped, description=description)
+        self._progress.start()
 
     def trial_done(self, outcome: TrialOutcome) -> None:
         self._passed += outcome.passed
@@ -86,14 +97,34 @@ def tasks_table(summary: RunSummary) -> Table:
     return table
 
 
-def failures_table(summary: RunSummary) -> Table:
-    """Every trial that did not pass, with what became of it and its one-line reason."""
-    table = Table(title="trials that did not pass", header_style="bold")
-    table.add_column("trial")
-    table.add_column("outcome")
-    table.add_column("reason", overflow="fold")
-    for row in summary.not_passed():
-        table.add_row(f"{row.task_id}/{row.trial_index}", row.kind.replace("_", " "), row.reason)
+FAILURES_SHOWN = 20
+"""Rows of the end-of-run failure table; the rest are in summary.yaml and the report."""
+
+
+def failures_table(summary: RunSummary, output: Path, width: int = 80, shown: int = FAILURES_SHOWN) -> Table:
+    """The first ``shown`` trials that did not pass, one line each in ``width`` columns: what became of
+    the trial and the start of its reason; a caption points at ``output``'s summary.yaml and report for
+    the rest."""
+    failed = summary.not_passed()
+    title = (
+        "trials that did not pass" if len(failed) <= shown else f"trials that did not pass (first {shown})"
+    )
+    table = Table(title=title, header_style="bold", width=width)
+    rows = [
+        (f"{row.task_id}/{row.trial_index}", row.kind.replace("_", " "), row.reason) for row in failed[:shown]
+    ]
+    # One line per trial keeps the table a screenful (the whole reason is in summary.yaml and the
+    # report): the trial and outcome keep their width, the reason gets what is left, cut with an ellipsis.
+    trial_width = min(40, max((len(row[0]) for row in rows), default=5))
+    outcome_width = max([len("outcome"), *(len(row[1]) for row in rows)])
+    reason_width = max(16, width - trial_width - outcome_width - 10)  # 10: four rules, six padding spaces
+    table.add_column("trial", overflow="fold", width=trial_width)
+    table.add_column("outcome", no_wrap=True, width=outcome_width)
+    table.add_column("reason", no_wrap=True, overflow="ellipsis", width=reason_width)
+    for row in rows:
+        table.add_row(*row)
+    more = f"{len(failed) - shown} more of {len(failed)}; " if len(failed) > shown else ""
+    table.caption = f"{more}every reason in full: 'failures' in {output / 'summary.yaml'}, or the report"
     return table
 
 

@@ -1,13 +1,16 @@
 """``tolokaforge run``: run a pack with an agent, on the embedded runner or a remote one.
 
 Exit status (``exit_status``): 0 all trials graded (and ``--fail-under`` met), 1 a trial unfinished,
-lost or not gradeable (or the pass rate below ``--fail-under``), 2 usage/pack/configuration errors and
-an unreachable runner or model endpoint (checked before any trial), 130 interrupted.
+lost or not gradeable (or the pass rate below ``--fail-under``), 2 usage/pack/configuration errors, a
+runner or model that fails its check before any trial (llm/preflight.py), and trials the infrastructure
+left unfinished (``--resume`` runs them), 130 interrupted.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -17,6 +20,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from tolokaforge.core.collector import tune_collector
+from tolokaforge.core.llm import split_model
 from tolokaforge.core.models import JudgeModelConfig, JudgePrice, describe_validation_error
 
 from ..agents import load_script
@@ -24,8 +28,9 @@ from ..agents.base import AgentFactory
 from ..agents.setup import AgentRecipe, LLMOptions
 from ..errors import ConfigError
 from ..llm import llm_session, load_prices
-from ..llm.chat import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
-from ..llm.preflight import check_endpoint
+from ..llm.chat import DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
+from ..llm.generation import Generation, check_generation, parse_generation
+from ..llm.preflight import ModelCheck, judge_check
 from ..llm.pricing import price_for
 from ..packs import Pack, load_pack
 from ..results.summary import RunSummary
@@ -140,14 +145,33 @@ __all__ = ["LLMOptions", "judge_model_config", "run_command"]
     "agree, then reuse the outcome (task), or replay it for every trial (trial).",
 )
 @option("--resume", is_flag=True, help="Continue the run in --output (refused if it is not the same run).")
-@option("--task", "task_ids", multiple=True, metavar="ID", help="Run only this task (repeatable).")
+@option(
+    "--task",
+    "task_ids",
+    multiple=True,
+    metavar="ID",
+    help="Run only the tasks this id or shell glob ('refuse_*') matches (repeatable; tolokaforge list "
+    "PACK lists the ids).",
+)
+@option(
+    "--category",
+    "categories",
+    multiple=True,
+    metavar="NAME",
+    help="Run only the tasks of this category (repeatable; with --task, tasks matching both).",
+)
 @option(
     "--script",
     type=click.Path(path_type=Path, exists=True, dir_okay=False),
     default=None,
     help="Turns file for --agent scripted.",
 )
-@option("--model", default=None, help="Chat model for --agent llm.")
+@option(
+    "--model",
+    default=None,
+    help="Chat model for --agent llm: anthropic/NAME for Anthropic's Messages API, openai/NAME or a bare "
+    "name for the OpenAI-compatible --llm-base-url.",
+)
 @option("--user-model", default=None, help="Chat model for LLM users [default: --model].")
 @option(
     "--llm-base-url",
@@ -156,6 +180,20 @@ __all__ = ["LLMOptions", "judge_model_config", "run_command"]
     default=DEFAULT_BASE_URL,
     also_env=("OPENAI_BASE_URL",),
     help="OpenAI-compatible API base URL (key: TOLOKAFORGE_LLM_API_KEY or OPENAI_API_KEY).",
+)
+@option(
+    "--anthropic-base-url",
+    default=DEFAULT_ANTHROPIC_BASE_URL,
+    also_env=("ANTHROPIC_BASE_URL",),
+    help="Where anthropic/ models are served, without /v1 (key: ANTHROPIC_API_KEY).",
+)
+@option(
+    "--gen",
+    "gen",
+    multiple=True,
+    metavar="ROLE.KEY=VALUE",
+    help="A generation setting of the agent, user or judge model: temperature, seed, max_tokens or "
+    "reasoning_effort (repeatable; e.g. --gen agent.temperature=0 --gen judge.max_tokens=1024).",
 )
 @option(
     "--llm-timeout",
@@ -230,6 +268,7 @@ def run_command(ctx: click.Context, **params: Any) -> int:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         output = Path("runs") / f"{pack.name}-{stamp}"
     agent: str = params["agent"]
+    generation = parse_generation(params["gen"])
     llm = LLMOptions(
         model=params["model"],
         user_model=params["user_model"],
@@ -237,7 +276,12 @@ def run_command(ctx: click.Context, **params: Any) -> int:
         prices=params["prices"],
         timeout_s=params["llm_timeout"],
         max_retries=params["llm_max_retries"],
+        generation=generation.get("agent", Generation()),
+        user_generation=generation.get("user", Generation()),
+        anthropic_base_url=params["anthropic_base_url"],
     )
+    if matrix is None:
+        _check_generation(agent, llm, pack)
     uses_llm = agent == "llm" or (_wants_llm_user(pack) and bool(llm.user_model or llm.model))
     # run.yaml keys every option by its flag (--llm-base-url -> llm_base_url), as given.
     recorded = {
@@ -246,6 +290,7 @@ def run_command(ctx: click.Context, **params: Any) -> int:
         if isinstance(param, click.Option)
     }
     recorded["output"] = str(output)
+    recorded["gen"] = _generation_recorded(_option_sets(matrix, llm), generation)
     if matrix is not None:
         recorded["cells"] = matrix.cells_recorded()
     if params["ray_workers"] is not None and params["ray_address"] is None:
@@ -268,28 +313,33 @@ def run_command(ctx: click.Context, **params: Any) -> int:
         golden_replay=params["golden_replay"],
         resume=params["resume"],
         task_ids=params["task_ids"],
+        categories=params["categories"],
         max_attempts=params["max_attempts"],
         default_max_turns=params["max_turns"],
         models=_models(agent, llm, pack)
         | ({"judge": params["judge_model"]} if params["judge_model"] else {}),
-        llm_endpoint=llm.base_url if uses_llm else None,
+        llm_endpoint=llm.base_url_for(llm.model or llm.user_model or "") if uses_llm else None,
         options=recorded,
         judge_model=judge_model_config(
-            params["judge_model"], params["judge_base_url"] or llm.base_url, llm.prices
+            params["judge_model"],
+            params["judge_base_url"] or llm.base_url_for(params["judge_model"] or ""),
+            llm.prices,
+            generation.get("judge", Generation()),
         ),
         cells=matrix.cells_recorded() if matrix is not None else {},
     )
     console = Console()
     tune_collector()  # the pack is loaded: it lives as long as the run
     recipes: dict[str | None, AgentRecipe] = matrix.recipes if matrix is not None else {None: recipe}
+    settings = replace(settings, model_checks=_model_checks(pack, recipes.values(), settings.judge_model))
     cells = matrix.cells if matrix is not None else None
-    summary = asyncio.run(_run(pack, recipes, cells, settings, console, uses_llm))
+    summary = asyncio.run(_run(pack, recipes, cells, settings, console))
     console.print(tasks_table(summary))
     if summary.cells:
         console.print(cells_table(summary))
     console.print(summary_table(summary))
     if summary.not_passed():
-        console.print(failures_table(summary))
+        console.print(failures_table(summary, settings.output, console.width))
     for skipped in summary.skipped_tasks:
         console.print(f"SKIPPED {skipped['task_id']}: {skipped['reason']}", highlight=False, soft_wrap=True)
     console.print(
@@ -298,6 +348,34 @@ def run_command(ctx: click.Context, **params: Any) -> int:
     result = verdict(summary, params["fail_under"])
     console.print(result.line, highlight=False, soft_wrap=True)
     return result.code
+
+
+def _check_generation(agent: str, llm: LLMOptions, pack: Pack) -> None:
+    if agent == "llm" and llm.model:
+        check_generation("agent", llm.model, llm.generation)
+    user_model = llm.user_model or llm.model
+    if _wants_llm_user(pack) and user_model:
+        check_generation("user", user_model, llm.user_generation)
+
+
+def _option_sets(matrix: ConfigRun | None, llm: LLMOptions) -> list[LLMOptions]:
+    """The LLM options each agent model of the run is called with."""
+    return [recipe.llm for recipe in matrix.recipes.values()] if matrix is not None else [llm]
+
+
+def _generation_recorded(
+    options: list[LLMOptions], generation: dict[str, Generation]
+) -> dict[str, dict[str, Any]]:
+    """Per role, the settings sent: run.yaml records them so a resumed run is refused if they change."""
+    recorded: dict[str, dict[str, Any]] = {}
+    first = options[0]
+    if len(options) == 1:
+        recorded["agent"] = first.generation.recorded()
+    else:
+        recorded["agent"] = {str(each.model): each.generation.recorded() for each in options}
+    recorded["user"] = first.user_generation.recorded()
+    recorded["judge"] = generation.get("judge", Generation()).recorded()
+    return {role: settings for role, settings in recorded.items() if settings}
 
 
 def _flag_key(param: click.Option) -> str:
@@ -333,13 +411,33 @@ def _models(agent: str, llm: LLMOptions, pack: Pack) -> dict[str, str | None]:
     return models
 
 
-def judge_model_config(model: str | None, base_url: str, prices: Path | None) -> JudgeModelConfig | None:
+def _model_checks(
+    pack: Pack, recipes: Iterable[AgentRecipe], judge: JudgeModelConfig | None
+) -> tuple[ModelCheck, ...]:
+    """Every model the run will call, by role, for the preflight (run_pack calls each once first)."""
+    checks = [check for recipe in recipes for check in recipe.model_checks()]
+    judged = any(loaded.task.grading.llm_judge is not None for loaded in pack.tasks)
+    if judged and (check := judge_check(judge)) is not None:
+        checks.append(check)
+    return tuple(checks)
+
+
+def judge_model_config(
+    model: str | None, base_url: str, prices: Path | None, generation: Generation | None = None
+) -> JudgeModelConfig | None:
     """The judge model for the TrialSpec, priced from the run's price table; never its key."""
     if not model:
         return None
+    generation = generation or Generation()
+    check_generation("judge", model, generation)
     price = price_for(load_prices(prices), model)
+    keys = (
+        {"api_key_env": ["TOLOKAFORGE_JUDGE_API_KEY", "ANTHROPIC_API_KEY"]}
+        if split_model(model)[0] == "anthropic"
+        else {}
+    )
     try:
-        config = JudgeModelConfig(model=model, base_url=base_url)
+        config = JudgeModelConfig(model=model, base_url=base_url, **keys, **generation.recorded())
     except ValidationError as error:
         raise ConfigError(f"--judge-model {model!r}: {describe_validation_error(error)}") from error
     if config.is_mock:
@@ -364,7 +462,6 @@ async def _run(
     cells: dict[str, Cell] | None,
     settings: RunSettings,
     console: Console,
-    uses_llm: bool,
 ) -> RunSummary:
     async with llm_session(settings.concurrency) as session:
         built = {model: recipe.build(session) for model, recipe in recipes.items()}
@@ -373,7 +470,5 @@ async def _run(
         agents, users = next(iter(built.values()))  # one user model for every cell
         if cells is not None:
             agents = CellAgents(recipe.agent, {model: pair[0] for model, pair in built.items()}, cells)
-        if uses_llm:
-            await check_endpoint(session, recipe.llm.base_url, budget_s=min(10.0, recipe.llm.timeout_s))
         with ProgressObserver(console) as progress:
             return await run_pack(pack, agents, users, settings, progress)

@@ -3,7 +3,8 @@
 Trials come from ``run.yaml`` (every selected task x trial index, so unfinished ones show too), or,
 for a folder without one, from the ``trials/`` tree. Grade fields this module does not know (a judge's
 verdict, trace-check results, anything added later) are passed through as ``extra`` and rendered
-generically, so new grade content appears in the report without a change here.
+generically, so new grade content appears in the report without a change here. Task categories are
+``run.yaml``'s ``categories``; ``per_category`` cuts the run's summary by them.
 
 The run is verified first (run_keys.verify_run): its key and ledger head found by the ``run_id`` of
 ``run.yaml``, ``run.yaml`` checked against its signature, the run's ledger against its chain and head.
@@ -19,7 +20,8 @@ own signature (and the ledger, when that can be read), but nothing on the page i
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
@@ -33,7 +35,10 @@ from ..results.trial_files import trial_dir
 from ..results.trial_rows import TrialRow, read_row, row_of
 from ..results.yaml_files import parse_yaml, read_yaml
 
-__all__ = ["ReportData", "TrialView", "collect"]
+__all__ = ["UNCATEGORISED", "ReportData", "TrialView", "collect"]
+
+UNCATEGORISED = "(no category)"
+"""The category of a task whose run recorded none."""
 
 _SHOWN_GRADE_KEYS = frozenset(
     {"graded", "binary_pass", "score", "components", "reasons", "state_diff", "custom_checks", "trial_id"}
@@ -73,6 +78,26 @@ class ReportData:
     @property
     def tampered(self) -> list[TrialView]:
         return [trial for trial in self.trials if trial.tampered is not None]
+
+    @cached_property
+    def categories(self) -> dict[str, str]:
+        """Task id -> category, as ``run.yaml`` records them (empty for a run that recorded none)."""
+        recorded = (self.manifest or {}).get("categories")
+        if not isinstance(recorded, dict):
+            return {}
+        return {str(task): str(category) for task, category in cast(dict[Any, Any], recorded).items()}
+
+    def category(self, task_id: str) -> str:
+        return self.categories.get(task_id) or UNCATEGORISED
+
+    def per_category(self) -> dict[str, RunSummary]:
+        """The run's summary cut by task category (sorted by name): every figure of a category is the
+        summary's own, computed over that category's trials only."""
+        categories = self.categories
+        rows: dict[str, list[TrialRow]] = {}
+        for row in self.summary.rows:
+            rows.setdefault(categories.get(row.task_id) or UNCATEGORISED, []).append(row)
+        return {name: replace(self.summary, rows=rows[name]) for name in sorted(rows)}
 
 
 def _keys_from_tree(run_dir: Path) -> tuple[list[tuple[str, int]], int]:

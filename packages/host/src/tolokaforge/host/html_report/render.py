@@ -1,7 +1,9 @@
 """Render a results folder as one self-contained ``report.html`` (Jinja2; CSS and JS inline).
 
 The page needs no network: no CDN, no fonts, no images from elsewhere. Everything it shows is escaped
-by Jinja2's autoescaping; the only script is ``templates/report.js`` (filter and sort the index).
+by Jinja2's autoescaping; the only script is ``templates/report.js`` (search, filter and sort the
+index), or, on the page comparing several runs (``compare.html.j2``), ``templates/compare.js``
+(search and filter the per-task changes).
 Secrets this process knows are redacted from the page (redaction.py), even if a file of an older run
 still carries one.
 """
@@ -9,17 +11,30 @@ still carries one.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
 
 from ..results.redaction import Redactor
+from ..results.summary import DEFINITIONS
 from .collect import ReportData, collect
+from .compare import CHANGES, Comparison, compare
 
-__all__ = ["REPORT_FILE", "publish_report", "render_report", "write_report"]
+__all__ = [
+    "COMPARISON_FILE",
+    "REPORT_FILE",
+    "publish_comparison",
+    "publish_report",
+    "render_comparison",
+    "render_report",
+    "write_report",
+]
 
 REPORT_FILE = "report.html"
+COMPARISON_FILE = "comparison.html"
+"""Where ``tolokaforge report RUN RUN [...]`` writes its page by default (in the current directory)."""
 
 
 def _environment() -> Environment:
@@ -55,13 +70,33 @@ def render_report(data: ReportData) -> str:
     return _environment().get_template("report.html.j2").render(data=data, summary=data.summary)
 
 
-def publish_report(run_dir: Path) -> tuple[Path, ReportData]:
-    """Write ``report.html``; returns where, and what it was made of (what was verified, what not)."""
+def publish_report(run_dir: Path, output: Path | None = None) -> tuple[Path, ReportData]:
+    """Write ``report.html`` (or ``output``); returns where, and what it was made of (what was
+    verified, what not)."""
     data = collect(run_dir)
-    path = run_dir / REPORT_FILE
+    path = output or run_dir / REPORT_FILE
     path.write_text(Redactor.from_environment().text(render_report(data)), encoding="utf-8")
     return path, data
 
 
 def write_report(run_dir: Path) -> Path:
     return publish_report(run_dir)[0]
+
+
+def render_comparison(comparison: Comparison, page: Path | None = None) -> str:
+    """The comparison page; written at ``page``, it links each run whose ``report.html`` exists."""
+    links = [
+        os.path.relpath(report, page.parent) if page is not None and report.is_file() else None
+        for report in (run.data.run_dir / REPORT_FILE for run in comparison.runs)
+    ]
+    template = _environment().get_template("compare.html.j2")
+    return template.render(comparison=comparison, changes=CHANGES, definitions=DEFINITIONS, links=links)
+
+
+def publish_comparison(run_dirs: list[Path], output: Path) -> tuple[Path, Comparison]:
+    """Write the runs' comparison page to ``output``; returns where, and what it was made of."""
+    comparison = compare(run_dirs)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    page = render_comparison(comparison, output.resolve())
+    output.write_text(Redactor.from_environment().text(page), encoding="utf-8")
+    return output, comparison

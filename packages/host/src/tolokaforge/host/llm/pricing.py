@@ -1,8 +1,11 @@
 """Token prices per model, in USD per million tokens, and the cost of one call.
 
-The built-in table is a small default; ``load_prices`` merges a YAML file over it
-(``{model: {prompt: 2.5, completion: 10.0}}``) so a run prices whatever endpoint it talks to. A model
-with no price costs None, never 0.0: an unknown cost must not read as a free one.
+One table covers both providers, keyed by the model name as ``--model`` takes it: OpenAI's models bare
+(``gpt-4o``; ``openai/gpt-4o`` finds the same row) and Anthropic's with their prefix
+(``anthropic/claude-sonnet-4-5``). The built-in table is a small default; ``load_prices`` merges a YAML
+file over it (``{model: {prompt: 2.5, completion: 10.0}}``, keys written either way) so a run prices
+whatever endpoint it talks to. A model with no price costs None, never 0.0: an unknown cost must not
+read as a free one.
 """
 
 from __future__ import annotations
@@ -38,11 +41,25 @@ DEFAULT_PRICES: PriceTable = {
     "gpt-4.1-mini": Price(0.4, 1.6),
     "gpt-4.1-nano": Price(0.1, 0.4),
     "o4-mini": Price(1.1, 4.4),
+    "anthropic/claude-opus-4-5": Price(5.0, 25.0),
+    "anthropic/claude-opus-4-1": Price(15.0, 75.0),
+    "anthropic/claude-opus-4": Price(15.0, 75.0),
+    "anthropic/claude-sonnet-4-5": Price(3.0, 15.0),
+    "anthropic/claude-sonnet-4": Price(3.0, 15.0),
+    "anthropic/claude-3-7-sonnet": Price(3.0, 15.0),
+    "anthropic/claude-haiku-4-5": Price(1.0, 5.0),
+    "anthropic/claude-3-5-haiku": Price(0.8, 4.0),
 }
+
+
+def _key(model: str) -> str:
+    # A bare name is the OpenAI-compatible provider's, so "openai/" adds nothing to look up.
+    return model.removeprefix("openai/")
 
 
 def price_for(table: PriceTable, model: str) -> Price | None:
     """The model's price; a dated variant (``gpt-4o-2024-08-06``) falls back to its family's."""
+    model = _key(model)
     if model in table:
         return table[model]
     family = max((name for name in table if model.startswith(name + "-")), key=len, default=None)
@@ -56,7 +73,7 @@ def load_prices(path: Path | None) -> PriceTable:
     try:
         raw: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
         for model, entry in cast(dict[str, dict[str, Any]], raw or {}).items():
-            table[str(model)] = Price(float(entry["prompt"]), float(entry["completion"]))
+            table[_key(str(model))] = Price(float(entry["prompt"]), float(entry["completion"]))
     except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as error:
         raise ConfigError(
             f"price table {path}: expected {{model: {{prompt, completion}}}}: {error}"

@@ -8,16 +8,20 @@ are rewritten to ours (``op``/``expected`` -> the operator key, ``reason`` -> ``
 public grading shapes that need more than a rename are mapped in public_grading.py). What
 has no meaning here is refused naming the key and why. The shapes the grader would refuse at grade
 time (a weighted component without a weight, a hash blended with JSONPaths without ``hash.weight``,
-a JSONPath over state the runner does not hold) are refused here, so a pack that validates grades.
+a JSONPath over state the runner does not hold, one that does not parse or names a table the initial
+state lacks) are refused here, so a pack that validates grades.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+from jsonpath_ng.ext.parser import parse  # pyright: ignore[reportMissingTypeStubs]
 from pydantic import ValidationError
 
 from tolokaforge.core.models import (
@@ -50,6 +54,11 @@ __all__ = ["CHECKS_INTERFACE_VERSIONS", "to_grading_config"]
 
 CHECKS_INTERFACE_VERSIONS = ("1.0",)
 CHECKS_HARNESS = "tolokaforge.sdk.checks_runner"
+_TABLE = re.compile(
+    r"^\$(?:\.(?:db|tables)|\[['\"](?:db|tables)['\"]\])"
+    r"(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[['\"]([^'\"]+)['\"]\])"
+)
+"""The table a path rooted at ``$.db`` (or ``$.tables``) names first, when it names one literally."""
 _IMPORT_TIMEOUT_S = 30.0
 
 
@@ -176,6 +185,10 @@ def _assertion(
             f"{written.path!r} must address the trial's state as $.db.<table>... (or $.tables..., or "
             "$.<name>... for a top-level name of initial_state)",
         )
+    if path is not None:
+        problem = _path_problem(path, names)
+        if problem is not None:
+            log.add(file, f"{key}.path", problem)
     if written.required is False:
         log.add(file, f"{key}.required", "false is not supported: every state check is scored")
     description = written.description
@@ -226,6 +239,29 @@ def _assertion(
     except ValidationError as error:
         log.add_validation_error(error, file, prefix=key)
         return None
+
+
+def _path_problem(path: str, tables: set[str]) -> str | None:
+    """Why the grader could not evaluate ``path`` over the trial's tables: it does not parse (the
+    grader's dialect), or it names a table the initial state does not have. ``tables`` empty: unknown."""
+    try:
+        _parsed(path)
+    except Exception as error:  # jsonpath_ng raises several unrelated types for a bad path
+        return f"{path!r} is not a JSONPath the grader can parse: {' '.join(str(error).split())}"
+    found = _TABLE.match(path)
+    table = (found.group(1) or found.group(2)) if found is not None else None
+    if tables and table is not None and table not in tables:
+        return (
+            f"{path!r} reads table {table!r}, which the task's initial state does not have "
+            f"(tables: {', '.join(sorted(tables))})"
+        )
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(path: str) -> object:
+    # Parsing builds the parser's tables each time (about a millisecond): a pack repeats its paths.
+    return parse(path)
 
 
 def _workspace_glob(pattern: str) -> str | None:

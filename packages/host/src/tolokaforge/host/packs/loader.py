@@ -14,6 +14,7 @@ pass reports everything wrong with a task.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, cast
 
@@ -31,6 +32,7 @@ from .inline_workspace import inline_workspace_files, with_inline_files
 from .pack import BrokenTask, LoadedTask, Pack, PackReport
 from .problems import ProblemLog
 from .requirements import check_requirements
+from .selection import path_hint
 from .services import PackServices
 from .task_parts import initial_state, policy_text, resolve, text_or_file, user_simulator
 from .tau2 import inspect_tau2_pack, is_tau2_source, load_tau2_pack
@@ -122,7 +124,7 @@ def _inspect(path: Path, load: _Load) -> PackReport:
     root, log = load.root, load.log
     if not root.is_dir():
         empty = Pack(root=root, name=root.name, version="", tasks=(), tool_code=None)
-        return PackReport(empty, (), (PackProblem(path, "", "is not a directory"),))
+        return PackReport(empty, (), (PackProblem(path, "", f"is not a directory{path_hint(path)}"),))
     pack_file = root / "pack.yaml"
     config = PackFile()
     if pack_file.exists():
@@ -220,6 +222,7 @@ def _load_task(load: _Load, task_file: Path, pack_file: Path, code: ToolCode | N
         grading_file, grading_path = _grading_file(load, merged.get("grading"), folder, task_file)
         if grading_file is not None:
             to_grading_config(log, grading_file, file=grading_path, folder=folder, initial_state=None)
+        _blame_defaults(log, mark, task_file, pack_file, {key for key in load.defaults if key not in raw})
         return None
 
     check_adapter_keys(log, spec, task_file)
@@ -237,10 +240,13 @@ def _load_task(load: _Load, task_file: Path, pack_file: Path, code: ToolCode | N
     grading_file, grading_path = _grading_file(load, spec.grading, folder, task_file)
     grading = None
     if grading_file is not None:
-        if load.check_golden_names and not servers:
+        if not servers:
             # A server's tools are known only once it runs: the runner resolves those names at grading.
-            _check_golden_names(log, grading_file, agent_tools, user_tools, grading_path)
+            if load.check_golden_names:
+                _check_golden_actions(log, grading_file, agent_tools, user_tools, grading_path)
+            _check_required_actions(log, grading_file, agent_tools, user_tools, grading_path)
         grading = to_grading_config(log, grading_file, file=grading_path, folder=folder, initial_state=state)
+    _blame_defaults(log, mark, task_file, pack_file, {key for key in load.defaults if key not in raw})
     if log.since(mark) or grading is None or state is None or grading_file is None:
         return None
     if inline_files and code is not None:
@@ -273,6 +279,23 @@ def _load_task(load: _Load, task_file: Path, pack_file: Path, code: ToolCode | N
     return LoadedTask(task=task, task_file=task_file)
 
 
+def _blame_defaults(
+    log: ProblemLog, mark: int, task_file: Path, pack_file: Path, inherited: set[str]
+) -> None:
+    """Problems found in a value the task took from pack.yaml ``defaults`` are the pack file's: the
+    author fixes them there, not in a task.yaml that never wrote the key."""
+    if not inherited:
+        return
+    shown = log.show(task_file)
+    for position in range(mark, len(log.problems)):
+        problem = log.problems[position]
+        top = re.split(r"[.\[]", problem.key, maxsplit=1)[0]
+        if problem.file == shown and top in inherited:
+            log.problems[position] = PackProblem(
+                log.show(pack_file), f"defaults.{problem.key}", problem.message
+            )
+
+
 def _grading_file(load: _Load, value: object, folder: Path, file: Path) -> tuple[GradingFile | None, Path]:
     log = load.log
     if value is None:
@@ -294,14 +317,15 @@ def _grading_file(load: _Load, value: object, folder: Path, file: Path) -> tuple
     return log.validate(GradingFile, raw, found), found
 
 
-def _check_golden_names(
+def _check_golden_actions(
     log: ProblemLog,
     grading: GradingFile,
     agent_tools: list[ToolDescription],
     user_tools: list[ToolDescription],
     file: Path,
 ) -> None:
-    """Golden actions must resolve as the runner resolves them: exactly, or by one ``…_<name>`` suffix.
+    """Golden actions must resolve as the runner resolves them (exactly, or by one ``…_<name>``
+    suffix) and their kwargs must pass the tool's parameter schema, the check every call gets.
 
     Among every tool of the action's executor (the agent's, or the user's), hidden ones included:
     golden replay is the runner's own caller.
@@ -313,10 +337,63 @@ def _check_golden_names(
     for index, action in enumerate(hash_block.golden_actions):
         if not tools[action.executor]:
             continue  # with no tools of that side known here, the runner judges the name
-        names = [tool.name for tool in tools[action.executor]]
-        if action.name not in names and len([n for n in names if n.endswith(f"_{action.name}")]) != 1:
-            log.add(
-                file,
-                f"state_checks.hash.golden_actions[{index}].name",
-                f"{action.name!r} is not one of the task's {action.executor} tools",
-            )
+        key = f"state_checks.hash.golden_actions[{index}]"
+        exact = [tool for tool in tools[action.executor] if tool.name == action.name]
+        suffixed = [tool for tool in tools[action.executor] if tool.name.endswith(f"_{action.name}")]
+        found = exact or (suffixed if len(suffixed) == 1 else [])
+        if not found:
+            log.add(file, f"{key}.name", f"{action.name!r} is not one of the task's {action.executor} tools")
+            continue
+        for where, message in _argument_problems(found[0], action.kwargs):
+            log.add(file, f"{key}.kwargs{where}", message)
+
+
+def _argument_problems(tool: ToolDescription, arguments: dict[str, Any]) -> list[tuple[str, str]]:
+    """Why the runner would refuse ``arguments`` for ``tool`` (INVALID_ARGUMENTS), each with the dotted
+    path of the argument it is about; none for a tool that takes any object unchecked."""
+    from tolokaforge.runner import ToolLoadError, compile_parameters
+
+    if not tool.validate_arguments:
+        return []
+    try:
+        check = compile_parameters(tool)
+    except ToolLoadError:
+        return []  # a schema that is none fails the trial's registration, which says so
+    return [
+        (
+            "".join(f".{part}" for part in error.absolute_path),
+            f"the schema of {tool.name!r} refuses these arguments: {error.message}",
+        )
+        for error in check.errors(arguments)
+    ]
+
+
+def _check_required_actions(
+    log: ProblemLog,
+    grading: GradingFile,
+    agent_tools: list[ToolDescription],
+    user_tools: list[ToolDescription],
+    file: Path,
+) -> None:
+    """A required action can be met only by a call of an offered tool of its requestor, matched as the
+    grader matches it: the name itself, or a tool named ``…_<name>``."""
+    rules = grading.transcript_rules
+    if rules is None:
+        return
+    offered = {
+        "assistant": [tool.name for tool in agent_tools if not tool.hidden],
+        "user": [tool.name for tool in user_tools if not tool.hidden],
+    }
+    for index, action in enumerate(rules.required_actions):
+        names = offered[action.requestor]
+        if not names:
+            continue  # that side's tools did not load (reported) or it has none: nothing to match here
+        if any(name == action.name or name.endswith(f"_{action.name}") for name in names):
+            continue
+        side = "agent" if action.requestor == "assistant" else "user"
+        log.add(
+            file,
+            f"transcript_rules.required_actions[{index}].name",
+            f"{action.name!r} is not a tool the task offers the {side} (offered: {', '.join(names)}), "
+            "so the action can never be met",
+        )

@@ -5,11 +5,12 @@ and refuses to continue a run that differs in anything that changes results (:fu
 the pack (name, version, content digest), the agent, the models, the tasks, the trials per task, and
 every option not listed in ``RESULT_NEUTRAL_OPTIONS``. New options are compared by default, so an
 option added later cannot silently mix two runs. No API key is ever written: only the endpoint's host,
-and every secret the host knows is redacted (redaction.py). ``run_id`` names the run's signing key
-(run_keys.py); ``signature``, the last key, is the HMAC of all the others under that key (records.py),
-so ``--resume`` and ``report`` can tell a ``run.yaml`` edited after the fact. ``tampered`` lists every
-trial record a resume found tampered with: altered, deleted, replayed or never accepted by the run's
-ledger (each revoked in the ledger and run again).
+and every secret the host knows is redacted (redaction.py). ``categories`` maps each selected task to
+its category. ``run_id`` names the run's signing key (run_keys.py); ``signature``, the last key, is the
+HMAC of all the others under that key (records.py), so ``--resume`` and ``report`` can tell a
+``run.yaml`` edited after the fact. ``tampered`` lists every trial record a resume found tampered
+with: altered, deleted, replayed or never accepted by the run's ledger (each revoked in the ledger and
+run again).
 """
 
 from __future__ import annotations
@@ -112,6 +113,9 @@ class RunIdentity:
     tasks: tuple[str, ...] = ()
     trials_per_task: int = 1
     options: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    categories: Mapping[str, str] = field(default_factory=dict[str, str])
+    """Each selected task's category (``task.yaml``), for the report's per-category figures. Not
+    compared on ``--resume``: the pack's digest already covers it."""
 
     @classmethod
     def of(
@@ -122,9 +126,20 @@ class RunIdentity:
         tasks: tuple[str, ...],
         trials: int,
         options: Mapping[str, Any],
+        categories: Mapping[str, str] | None = None,
     ) -> RunIdentity:
         digest = _parts_digest(pack.parts) if pack.parts else pack_digest(pack.root)
-        return cls(pack.name, pack.version, digest, agent, dict(models), tasks, trials, dict(options))
+        return cls(
+            pack.name,
+            pack.version,
+            digest,
+            agent,
+            dict(models),
+            tasks,
+            trials,
+            dict(options),
+            dict(categories or {}),
+        )
 
     def compared(self) -> dict[str, Any]:
         """The identity as compared: result-neutral options left out."""
@@ -217,6 +232,7 @@ def write_manifest(
         "llm_endpoint_host": endpoint_host(llm_endpoint),
         "tasks": list(identity.tasks),
         "trials_per_task": identity.trials_per_task,
+        "categories": dict(identity.categories),
         "options": {name: _plain(value) for name, value in identity.options.items()},
         "runner": dict(runner),
         "started_at": started_at,

@@ -7,6 +7,7 @@ report, the Ray driver) reads them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tolokaforge.contracts.runner import Grade
 from tolokaforge.core.termination import TerminationReason
@@ -29,6 +30,9 @@ class CallRecord:
     output: str
     error: str = ""
     error_category: str = ""
+    error_details: dict[str, Any] = field(default_factory=dict[str, Any])
+    """The runner's details of a failed call (for a tool that raised: ``exception`` and ``traceback``);
+    kept in the trial's record, never shown to the model."""
     latency_s: float = 0.0
 
 
@@ -42,7 +46,7 @@ class Episode:
     usage: Usage = field(default_factory=Usage)
     wall_time_s: float = 0.0
     infrastructure_error: str | None = None
-    """Set when the runner stayed unreachable: the episode did not end on its own terms."""
+    """Set when the runner or the model provider failed it: the episode did not end on its own terms."""
     tool_errors: int = 0
     """Tool calls (agent's and user's) that ExecuteTool did not answer SUCCESS."""
     steps: int = 0

@@ -20,7 +20,7 @@ every trial's record (records.py) and computes the figures again from the verifi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from math import comb
@@ -375,15 +375,24 @@ def summarise(
     summary: RunSummary,
     crashes: dict[tuple[str, int], str] | None = None,
     written: Mapping[tuple[str, int], TrialRow] | None = None,
+    infrastructure: Collection[tuple[str, int]] = (),
 ) -> RunSummary:
     """Fill ``summary.rows`` from the result files of every trial named by ``keys``.
 
     ``written`` holds the rows of trials this process has just written, built from the very documents
     it wrote (:func:`~.trial_rows.row_of`), so they are not parsed back; every other trial is read.
+    ``infrastructure`` names the crashed trials the infrastructure ended (their rows say so).
     """
     crashes, written = crashes or {}, written or {}
     summary.rows.extend(
-        written.get((task_id, index)) or read_row(output, task_id, index, crashes.get((task_id, index)))
+        written.get((task_id, index))
+        or read_row(
+            output,
+            task_id,
+            index,
+            crashes.get((task_id, index)),
+            infrastructure=(task_id, index) in infrastructure,
+        )
         for task_id, index in keys
     )
     return summary

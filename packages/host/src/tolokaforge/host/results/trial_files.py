@@ -243,6 +243,7 @@ def trajectory_dict(outcome: TrialOutcome, redactor: Redactor | None = None) -> 
                 **output(call.call_id, call.output),
                 "error": call.error or None,
                 "error_category": call.error_category or None,
+                "error_details": call.error_details or None,
                 "latency_s": round(call.latency_s, 6),
             }
             for call in episode.calls
@@ -294,6 +295,11 @@ def metrics_dict(outcome: TrialOutcome) -> dict[str, Any]:
         "assistant_turns": outcome.episode.assistant_turns,
         "tool_calls": len(outcome.episode.calls),
         "tool_calls_by_status": by_status,
+        # Every failed call was answered and the trial went on; the last two are the model's own
+        # mistakes, which a reader compares across models without summing statuses by hand.
+        "tool_errors": outcome.episode.tool_errors,
+        "unknown_tool_calls": by_status.get("TOOL_NOT_FOUND", 0),
+        "invalid_argument_calls": by_status.get("INVALID_ARGUMENTS", 0),
     }
 
 

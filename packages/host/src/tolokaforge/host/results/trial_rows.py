@@ -9,8 +9,9 @@ not_gradeable  finished without a grade: an ending GradeTrial does not accept (e
                tool_not_found, ...) or a grade the runner refused (a broken golden action)
 lost           a grade of an earlier version for a trial lost on its last attempt (now unfinished)
 unfinished     no ``grade.yaml``: the run stopped before the trial ended, the host failed on it, or
-               the infrastructure ended it (runner or state store unreachable, or the runner lost
-               the trial on every attempt); --resume runs it
+               the infrastructure ended it (runner or state store unreachable, the runner lost
+               the trial on every attempt, the model provider refused the key or model, could not
+               be reached or failed past its retries); --resume runs it
 =============  ===============================================================================
 """
 
@@ -59,6 +60,8 @@ class TrialRow:
     """grade.yaml's ``judge`` block (the rubric judge's calls, tokens, cost); None when no judge ran."""
     trace_gate_failed: bool = False
     """A trace-check gate shut the trial (grade.yaml trace_checks_summary.gate_failed)."""
+    infrastructure: bool = False
+    """Unfinished because the infrastructure ended it (runner, state store, model provider)."""
 
     @property
     def passed(self) -> bool:
@@ -79,13 +82,15 @@ def _carried(grade: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(key for key, value in grade.items() if key not in _BASE_GRADE_KEYS and value))
 
 
-def read_row(output: Path, task_id: str, index: int, crash: str | None = None) -> TrialRow:
+def read_row(
+    output: Path, task_id: str, index: int, crash: str | None = None, *, infrastructure: bool = False
+) -> TrialRow:
     """The row of one trial; ``crash`` says why it has no grade (the host failed on it, or the
-    infrastructure ended it), when known."""
+    infrastructure ended it, then ``infrastructure``), when known."""
     directory = trial_dir(output, task_id, index)
     if not (directory / "grade.yaml").is_file():
         why = crash or "no grade.yaml: the run stopped before it ended"
-        return TrialRow(task_id, index, "unfinished", _one_line(why))
+        return TrialRow(task_id, index, "unfinished", _one_line(why), infrastructure=infrastructure)
     grade = read_yaml(directory / "grade.yaml")
     trajectory = read_yaml(directory / "trajectory.yaml")
     metrics = read_yaml(directory / "metrics.yaml")

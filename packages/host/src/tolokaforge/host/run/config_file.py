@@ -21,11 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tolokaforge.core.models import describe_validation_error
 
 from ..errors import ConfigError
+from ..llm.generation import REASONING_EFFORTS, Generation
 
 __all__ = ["OPENROUTER_BASE_URL", "ConfigModel", "RunConfigPlan", "read_run_config"]
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
-_PROVIDERS = ("openai", "openrouter")
+_PROVIDERS = ("openai", "openrouter", "anthropic")
 
 
 class _Strict(BaseModel):
@@ -111,10 +112,30 @@ _NO_MEANING_HERE: dict[str, str] = {
 
 @dataclass(frozen=True)
 class ConfigModel:
-    """One model of the config: the name the endpoint knows, and its sampling temperature."""
+    """One model of the config, named as ``--model`` takes it, and its generation settings."""
 
     name: str
-    temperature: float
+    """``anthropic/<name>`` for provider anthropic; ``openai/<name>`` for openrouter (OpenAI-compatible,
+    so a router's ``anthropic/...`` names stay the router's); the name as given for openai."""
+    generation: Generation
+
+    @property
+    def temperature(self) -> float | None:
+        return self.generation.temperature
+
+
+def _config_model(block: _ModelBlock) -> ConfigModel:
+    prefix = {"anthropic": "anthropic/", "openrouter": "openai/"}.get(block.provider, "")
+    reasoning = block.reasoning.strip().lower()
+    return ConfigModel(
+        prefix + block.name,
+        Generation(
+            temperature=block.temperature,
+            seed=block.seed,
+            max_tokens=block.max_tokens,
+            reasoning_effort=None if reasoning in ("off", "") else reasoning,
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -128,6 +149,7 @@ class RunConfigPlan:
     """Empty when the config names no agent model (a golden or scripted run)."""
     user_model: ConfigModel | None
     provider: str | None
+    """The OpenAI-compatible provider the models name (openai or openrouter), if any."""
     trials: int
     concurrency: int
     max_turns: int
@@ -162,8 +184,12 @@ def read_run_config(path: Path) -> RunConfigPlan:
     for where, block in blocks:
         problems.extend(_model_problems(where, block))
     providers = sorted({block.provider for _, block in blocks})
-    if len(providers) > 1:
-        problems.append(f"models: one run talks to one endpoint, but the models name {', '.join(providers)}")
+    # Anthropic's models have their own endpoint; openai and openrouter would share --llm-base-url.
+    compatible = [provider for provider in providers if provider != "anthropic"]
+    if len(compatible) > 1:
+        problems.append(
+            f"models: one run talks to one OpenAI-compatible endpoint, but the models name {', '.join(compatible)}"
+        )
     names = [block.name for block in agents]
     if len(set(names)) != len(names):
         problems.append("models.agent: a model is named twice")
@@ -174,11 +200,9 @@ def read_run_config(path: Path) -> RunConfigPlan:
         packs=tuple(Path(pack) for pack in config.evaluation.task_packs),
         tasks_glob=config.evaluation.tasks_glob,
         output=Path(config.evaluation.output_dir),
-        agent_models=tuple(ConfigModel(b.name, b.temperature) for b in agents),
-        user_model=ConfigModel(config.models.user.name, config.models.user.temperature)
-        if config.models.user
-        else None,
-        provider=providers[0] if providers else None,
+        agent_models=tuple(_config_model(b) for b in agents),
+        user_model=_config_model(config.models.user) if config.models.user else None,
+        provider=compatible[0] if compatible else None,
         trials=orchestrator.repeats,
         concurrency=orchestrator.workers,
         max_turns=orchestrator.max_turns,
@@ -234,13 +258,22 @@ def _model_problems(where: str, block: _ModelBlock) -> list[str]:
     if block.provider not in _PROVIDERS:
         problems.append(
             f"{where}.provider: {block.provider!r} is not supported: models are reached over an "
-            f"OpenAI-compatible endpoint ({', '.join(_PROVIDERS)})"
+            f"OpenAI-compatible endpoint or Anthropic's Messages API ({', '.join(_PROVIDERS)})"
         )
-    for key in ("max_tokens", "seed", "top_p"):
-        if getattr(block, key) is not None:
-            problems.append(f"{where}.{key}: not supported: the chat client sends no {key}")
-    if block.reasoning != "off":
+    if block.top_p is not None:
+        problems.append(f"{where}.top_p: not supported: the chat client sends no top_p")
+    reasoning = block.reasoning.strip().lower()
+    if reasoning not in ("off", "", *REASONING_EFFORTS):
         problems.append(
-            f"{where}.reasoning: {block.reasoning!r} is not supported: only 'off' (no reasoning effort is sent)"
+            f"{where}.reasoning: {block.reasoning!r} is not supported: off or one of {', '.join(REASONING_EFFORTS)}"
         )
+    elif block.provider == "anthropic" and reasoning not in ("off", ""):
+        problems.append(
+            f"{where}.reasoning: not supported for provider anthropic: this harness sends Anthropic no "
+            "reasoning effort (set 'off')"
+        )
+    if block.provider == "anthropic" and block.seed is not None:
+        problems.append(f"{where}.seed: not supported for provider anthropic: the Messages API has no seed")
+    if block.max_tokens is not None and block.max_tokens <= 0:
+        problems.append(f"{where}.max_tokens: must be > 0")
     return problems

@@ -6,13 +6,15 @@ The loop owns what the protocol asks of the engine:
   ``<id>#<n>``, and a missing id is generated, so every call joins to exactly one result;
 * arguments go to the runner exactly as produced (the runner answers INVALID_ARGUMENTS), while the
   transcript records ``{}`` for arguments that are not a JSON object, so it stays decodable;
-* the status table: SUCCESS / ERROR / TIMEOUT / INVALID_ARGUMENTS go back to the caller as the tool's
-  answer; TOOL_NOT_FOUND ends the trial ``tool_not_found``; TRIAL_NOT_FOUND ends it ``trial_lost``;
+* the status table: SUCCESS / ERROR / TIMEOUT / INVALID_ARGUMENTS / TOOL_NOT_FOUND go back to the caller
+  as the tool's answer (the runner's typed message, never a traceback: that stays in the call's
+  ``error_details``) and the episode goes on; TRIAL_NOT_FOUND ends it ``trial_lost``;
 * the turn budget: ``max_turns`` assistant turns, then ``max_turns``.
 
 A task with ``conversation`` rules (:class:`~tolokaforge.core.models.ConversationRules`) runs instead as
 τ²-bench's orchestrator runs it: an opening line, stop markers, a step and an error budget, unknown tools
-answered (docs/conversation.md). Without them the loop is the one above, unchanged.
+answered in τ²'s words unless the rules say ``unknown_tool: fail`` (docs/conversation.md). Without them
+the loop is the one above, unchanged.
 """
 
 from __future__ import annotations
@@ -125,7 +127,8 @@ class _Loop:
     async def execute(
         self, proposed: Sequence[ProposedCall], executor: Executor
     ) -> tuple[list[ToolCall], list[ToolMessage], bool]:
-        """Run a turn's calls in order; the flag is False once TOOL_NOT_FOUND has failed the trial."""
+        """Run a turn's calls in order; the flag is False once TOOL_NOT_FOUND has failed the trial (only
+        under rules that say ``unknown_tool: fail``)."""
         calls = [
             ToolCall(
                 id=self.ids.assign(call.id),
@@ -134,7 +137,8 @@ class _Loop:
             )
             for call in proposed
         ]
-        answer_unknown = self.rules is not None and self.rules.unknown_tool == "answer"
+        fail_unknown = self.rules is not None and self.rules.unknown_tool == "fail"
+        in_tau2_words = self.rules is not None and self.rules.unknown_tool == "answer"
         results: list[ToolMessage] = []
         for call, raw in zip(calls, proposed, strict=True):
             result = await self.runner.execute(
@@ -158,6 +162,7 @@ class _Loop:
                 output=result.output,
                 error=error,
                 error_category=failure.category.name if failure is not None else "",
+                error_details=dict(failure.details) if failure is not None else {},
                 latency_s=result.latency_s,
             )
             self.episode.calls.append(record)
@@ -165,12 +170,12 @@ class _Loop:
                 text = result.output
             else:
                 self.episode.tool_errors += 1
-                if status == ExecutionStatus.TOOL_NOT_FOUND and answer_unknown:
+                if status == ExecutionStatus.TOOL_NOT_FOUND and in_tau2_words:
                     text = _unknown_tool_text(raw.name, executor, self.trial)
                 else:
                     text = tool_error_text(result)
             results.append(ToolMessage(content=text, tool_call_id=call.id))
-            if status == ExecutionStatus.TOOL_NOT_FOUND and not answer_unknown:
+            if status == ExecutionStatus.TOOL_NOT_FOUND and fail_unknown:
                 self.episode.error = f"tool {call.name!r} is not registered for {executor}: {error}"
                 return calls[: len(results)], results, False
         return calls, results, True
@@ -208,6 +213,8 @@ async def run_episode(
         episode.termination, episode.error = TerminationReason.ERROR, str(error)
         if error.usage is not None:  # what the failed turn spent and retried still counts
             episode.usage.add(error.usage)
+        if error.infrastructure:
+            episode.infrastructure_error = str(error)
     except RunnerUnavailableError as error:
         episode.termination, episode.error = TerminationReason.ERROR, str(error)
         episode.infrastructure_error = str(error)

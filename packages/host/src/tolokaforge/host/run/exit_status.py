@@ -4,7 +4,8 @@
 0     every selected trial ran and was graded (passed or not), and the pass rate meets
       ``--fail-under`` when one is given
 1     a trial is unfinished, lost or not gradeable, or the pass rate is below ``--fail-under``
-2     usage, pack or configuration error; a runner or model endpoint that cannot be reached
+2     usage, pack or configuration error; a runner or model endpoint that cannot be reached, before
+      the run (nothing runs) or during it (the trials it ended are unfinished; ``--resume`` runs them)
 130   interrupted
 ====  =========================================================================================
 
@@ -37,6 +38,13 @@ def verdict(summary: RunSummary, fail_under: float | None = None) -> Verdict:
     total = len(summary.rows)
     broken = {kind: outcomes[kind] for kind in ("unfinished", "lost", "not_gradeable") if outcomes[kind]}
     rate = f"pass rate {summary.pass_rate:.3f} ({outcomes['passed']}/{total} passed)"
+    lost_to_infrastructure = sum(row.kind == "unfinished" and row.infrastructure for row in summary.rows)
+    if lost_to_infrastructure:
+        return Verdict(
+            EXIT_USAGE,
+            f"exit 2: {lost_to_infrastructure} of {total} trials unfinished by the infrastructure "
+            f"(--resume runs them again); {rate}",
+        )
     if broken:
         what = ", ".join(f"{count} {kind.replace('_', ' ')}" for kind, count in broken.items())
         return Verdict(EXIT_INCOMPLETE, f"exit 1: {what} of {total} trials; {rate}")

@@ -6,9 +6,10 @@ on the workers of a Ray cluster instead (``ray_backend``), and everything else h
 once (so an interrupted run can ``resume``), then the summary is computed from the files.
 
 Before any trial: the output folder is checked (a new run needs a folder without one; ``--resume``
-needs the same run, by ``run.yaml``), and the runner must answer a HealthCheck within
-``preflight_budget_s`` — an unreachable runner stops the run in seconds with
-:class:`RunnerUnavailableError`, not after every trial has failed.
+needs the same run, by ``run.yaml``), every model of ``model_checks`` must answer one completion
+(llm/preflight.py: a refused key or model, an endpoint with no answer, stop the run before its folder
+exists), and the runner must answer a HealthCheck within ``preflight_budget_s`` — an unreachable
+runner stops the run in seconds with :class:`RunnerUnavailableError`, not after every trial has failed.
 
 Every trial record and ``run.yaml`` are signed with the run's key (run_keys.py, records.py), and every
 record the writer accepts is a line of the run's ledger. A new run makes its key, its empty ledger and
@@ -32,12 +33,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
+import aiohttp
+
 from tolokaforge.core.models import JudgeModelConfig
 from tolokaforge.core.runner_api import Runner
 
 from ..agents.base import AgentFactory
 from ..errors import ConfigError
+from ..llm.preflight import ModelCheck, check_models
 from ..packs.loader import LoadedTask, Pack
+from ..packs.selection import select_tasks
 from ..results.ledger import LedgerAppender, LedgerState
 from ..results.manifest import RunIdentity, read_manifest, refuse_resume_if_different, utc_now, write_manifest
 from ..results.outcome import TrialOutcome
@@ -88,6 +93,9 @@ class RunSettings:
     (``task``) or replays it for every trial (docs/grading.md); a remote runner decides for itself."""
     resume: bool = False
     task_ids: tuple[str, ...] = ()
+    """``--task``: task ids or shell globs (all tasks when empty)."""
+    categories: tuple[str, ...] = ()
+    """``--category``: only tasks of these categories (any when empty)."""
     max_attempts: int = 3
     default_max_turns: int = 30
     transport_budget_s: float = 30.0
@@ -105,6 +113,8 @@ class RunSettings:
     """The rubric judge's model (``--judge-model``); a task with ``llm_judge`` needs one."""
     cells: Mapping[str, Mapping[str, Any]] = field(default_factory=dict[str, Mapping[str, Any]])
     """A multi-pack run's cells (matrix.py), for the summary's per pack x model rows."""
+    model_checks: tuple[ModelCheck, ...] = ()
+    """The models to call once each before any trial (llm/preflight.py); a failure stops the run."""
 
 
 class RunObserver(Protocol):
@@ -121,16 +131,6 @@ class _Silent:
         return None
 
 
-def _select(pack: Pack, task_ids: tuple[str, ...]) -> list[LoadedTask]:
-    if not task_ids:
-        return list(pack.tasks)
-    known = {loaded.task_id: loaded for loaded in pack.tasks}
-    unknown = [task_id for task_id in task_ids if task_id not in known]
-    if unknown:
-        raise ConfigError(f"--task names no task of pack {pack.name}: {', '.join(unknown)}")
-    return [known[task_id] for task_id in dict.fromkeys(task_ids)]
-
-
 def _identity(
     pack: Pack, agents: AgentFactory, tasks: list[LoadedTask], settings: RunSettings, redactor: Redactor
 ) -> RunIdentity:
@@ -144,7 +144,13 @@ def _identity(
         }
     )
     return RunIdentity.of(
-        pack, agents.name, models, tuple(t.task_id for t in tasks), settings.trials, options
+        pack,
+        agents.name,
+        models,
+        tuple(t.task_id for t in tasks),
+        settings.trials,
+        options,
+        categories={t.task_id: t.task.category for t in tasks if t.task.category},
     )
 
 
@@ -300,7 +306,7 @@ async def run_pack(
     if settings.ray is not None and settings.runner is not None:
         raise ConfigError("--ray and --runner exclude each other: Ray workers embed their own runners")
     observer = observer or _Silent()
-    tasks = _select(pack, settings.task_ids)
+    tasks = select_tasks(pack, settings.task_ids, settings.categories)
     judged = [loaded.task_id for loaded in tasks if loaded.task.grading.llm_judge is not None]
     if judged and settings.judge_model is None:
         raise ConfigError(
@@ -331,6 +337,10 @@ async def run_pack(
     # covered every task. Task by task, a task's trials were all in flight at once and nearly every
     # trial replayed: 534 replays in 560 hash grades on the retail pack at concurrency 16, 112 now.
     todo.sort(key=lambda key: key[1])  # stable: within a round, tasks keep their order
+    if todo and settings.model_checks:
+        # After the checks of the output folder (a refused --resume costs no token), before any trial.
+        async with aiohttp.ClientSession() as session:
+            await check_models(session, settings.model_checks, redactor.text)
     summary = RunSummary(
         pack=pack.name,
         agent=agents.name,
@@ -355,6 +365,7 @@ async def run_pack(
         judge_model=settings.judge_model,
     )
     crashes: dict[tuple[str, int], str] = {}
+    infrastructure: set[tuple[str, int]] = set()
     key_kept = recorded is not None  # a resumed run's key is where it was found
 
     def manifest(finished_at: str | None) -> None:
@@ -393,6 +404,7 @@ async def run_pack(
             crashes[(outcome.task_id, outcome.trial_index)] = redactor.text(
                 f"infrastructure: {outcome.infrastructure_error}"
             )
+            infrastructure.add((outcome.task_id, outcome.trial_index))
         written = writer.write(
             settings.output,
             outcome,
@@ -468,7 +480,14 @@ async def run_pack(
         entries.close()
     summary.wall_time_s = time.perf_counter() - started
     summary.ran = len(todo)
-    summarise(settings.output, [(loaded.task_id, index) for loaded, index in keys], summary, crashes, rows)
+    summarise(
+        settings.output,
+        [(loaded.task_id, index) for loaded, index in keys],
+        summary,
+        crashes,
+        rows,
+        infrastructure,
+    )
     write_summary(settings.output, summary, texts)
     manifest(utc_now())
     return summary

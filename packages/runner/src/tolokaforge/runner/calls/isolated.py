@@ -177,7 +177,11 @@ class IsolatedRunner:
                 ExecutionStatus.ERROR,
                 _CATEGORIES.get(str(reply.get("category")), ToolErrorCategory.EXECUTION_FAILED),
                 str(reply.get("message", "")),
-                details={"exception": str(reply.get("exception", "")), "tool": name},
+                details={
+                    "exception": str(reply.get("exception", "")),
+                    "tool": name,
+                    **({"traceback": str(reply["traceback"])} if reply.get("traceback") else {}),
+                },
             )
         output, changes, reported = reply.get("output"), reply.get("changes"), reply.get("reported_error")
         if not isinstance(output, str) or not _is_changes(changes) or not isinstance(reported, str | None):

@@ -24,6 +24,7 @@ from ..state.cow import TableShapeError
 from ..tools import Tool
 from ..tools.python_tools import Finished
 from ..trials.context import TrialContext
+from ..workers.child import kept_traceback
 from ..workers.threads import DaemonPool
 
 __all__ = ["ThreadRunner", "classify_tool_exception"]
@@ -109,5 +110,9 @@ def classify_tool_exception(tool: Tool, error: BaseException) -> ToolFailure:
         ExecutionStatus.ERROR,
         category,
         message,
-        details={"exception": type(error).__name__, "tool": tool.description.name},
+        details={
+            "exception": type(error).__name__,
+            "tool": tool.description.name,
+            "traceback": kept_traceback(error),
+        },
     )

@@ -7,6 +7,13 @@ learnt about the task (trials/task_cache.py). The tasks of a pack mostly share t
 the code bundle and often the initial tables; a caller may send those apart, once per runner
 (``code_digest``, ``tables_digest``), and every task naming one gets the same object.
 
+Tasks sent whole: a caller that sends every trial's task in its TrialSpec (a foreign engine: no
+``task_digest``) has each parsed again, but not the rest. The parsed task is digested here (written
+back with orjson, then SHA-256: about a fifth of the parse), and a TrialSpec whose task has the digest of
+one kept gets that very object, so its trial shares all the runner learnt about the task as a trial of
+a task sent once does: its initial tables in the store, its code, its golden replays. A task one
+record apart has another digest: it is another task.
+
 JSON is parsed with orjson, which is strict: ``NaN``, ``Infinity`` and other text that is not JSON are
 refused here, where the request is at fault, rather than by the store later.
 """
@@ -35,6 +42,10 @@ __all__ = ["TaskParts", "TaskWire", "parse_json"]
 CAPACITY = 256
 """Tasks kept by digest; the least recently registered goes first."""
 
+WHOLE_CAPACITY = 64
+"""Tasks sent whole kept by the digest of their content; the least recently used goes first.
+Fewer than by ``task_digest``: such a caller may well send each task only once."""
+
 PART_CAPACITY = 64
 """Parts of each kind (code bundles, initial tables) kept by digest; the least recently used goes first.
 A kept task holds its own parts, so evicting one only makes a new task's caller send it again."""
@@ -58,6 +69,7 @@ class TaskWire:
 
     def __init__(self, capacity: int = CAPACITY) -> None:
         self._tasks: LRUCache[str, TaskDescription] = LRUCache(capacity)
+        self._whole: LRUCache[str, TaskDescription] = LRUCache(WHOLE_CAPACITY)
         self._code: LRUCache[str, ToolCode] = LRUCache(PART_CAPACITY)
         self._tables: LRUCache[str, dict[str, Any]] = LRUCache(PART_CAPACITY)
 
@@ -67,14 +79,15 @@ class TaskWire:
     def decode(
         self, trial_spec_json: str, task_json: str, task_digest: str, parts: TaskParts | None = None
     ) -> TrialSpec:
-        """The request's TrialSpec; its task parsed now, or the object kept for its digest."""
+        """The request's TrialSpec; its task parsed now, or the object kept for its digest (the one
+        sent, or for a task sent whole, the digest of its content)."""
         parts = parts or TaskParts()
         if not task_digest:
             if task_json:
                 raise RegistrationError("task_json is given without task_digest")
             if parts:
                 raise RegistrationError("code_* and tables_* are given without task_digest")
-            return _validate(TrialSpec, parse_json(trial_spec_json, "trial_spec_json"), "invalid TrialSpec")
+            return self._plain(parse_json(trial_spec_json, "trial_spec_json"))
         key = task_digest.lower()
         if parts.code_digest or parts.tables_digest:
             key = f"{key}|{parts.code_digest.lower()}|{parts.tables_digest.lower()}"
@@ -88,6 +101,20 @@ class TaskWire:
             raise RegistrationError("invalid TrialSpec: with task_digest, the task travels in task_json only")
         # A TaskDescription instance is taken as it is (pydantic does not revalidate instances).
         return _validate(TrialSpec, {**context, "task": task}, "invalid TrialSpec")
+
+    def _plain(self, data: Any) -> TrialSpec:
+        """A TrialSpec sent whole, its task the very object kept for a task of the same content sent
+        before, if any (module doc: "Tasks sent whole")."""
+        task = cast(dict[str, Any], data).get("task") if isinstance(data, dict) else None
+        digest = _content_digest(cast(dict[str, Any], task)) if isinstance(task, dict) else None
+        if digest is None:
+            return _validate(TrialSpec, data, "invalid TrialSpec")
+        kept = self._whole.get(digest)
+        if kept is not None:
+            return _validate(TrialSpec, {**cast(dict[str, Any], data), "task": kept}, "invalid TrialSpec")
+        spec = _validate(TrialSpec, data, "invalid TrialSpec")
+        self._whole[digest] = spec.task
+        return spec
 
     def _parse_task(self, task_json: str, task_digest: str, parts: TaskParts) -> TaskDescription:
         if not task_json:
@@ -150,6 +177,17 @@ def _tables(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise RegistrationError("invalid tables_json: it must be a JSON object of tables")
     return {name: in_key_order(table) for name, table in cast(dict[str, Any], data).items()}
+
+
+def _content_digest(task: dict[str, Any]) -> str | None:
+    """A digest of a parsed task's content, or None for one orjson cannot write (integers beyond 64
+    bits): such a task is not recognised, only parsed again."""
+    try:
+        # Keys in the order they came: equal text gives equal bytes, and a task whose keys come in
+        # another order is merely not shared.
+        return hashlib.sha256(orjson.dumps(task)).hexdigest()
+    except orjson.JSONEncodeError:
+        return None
 
 
 def _check_digest(what: str, text: str, digest: str) -> None:

@@ -29,6 +29,8 @@ from tolokaforge.runner.process.sandbox import confine
 
 from .frames import encode_reply, read_request, write_frame
 
+TRACEBACK_CHARS = 16_000
+"""The most of a raising tool's traceback a call's record keeps (the innermost frames, at its end)."""
 _TOOL_RESULT = "tolokaforge.sdk.tool_result"
 """Where ReportedError lives. Looked up in ``sys.modules``, never imported here: a tool can only have
 returned one if its code imported that module, and every other worker is spared the import."""
@@ -101,7 +103,19 @@ def _failure(error: BaseException) -> dict[str, Any]:
         message = f"SystemExit: the tool called sys.exit({error.code!r})"
     else:
         message = f"{type(error).__name__}: {error}"
-    return {"ok": False, "category": category, "exception": type(error).__name__, "message": message}
+    return {
+        "ok": False,
+        "category": category,
+        "exception": type(error).__name__,
+        "message": message,
+        "traceback": kept_traceback(error),
+    }
+
+
+def kept_traceback(error: BaseException) -> str:
+    """The exception's traceback for the call's record (never the model's text), its tail kept when long."""
+    text = "".join(traceback.format_exception(error))
+    return text if len(text) <= TRACEBACK_CHARS else "...\n" + text[-TRACEBACK_CHARS:]
 
 
 def main() -> None:

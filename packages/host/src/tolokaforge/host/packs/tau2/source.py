@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 from dataclasses import dataclass
@@ -37,7 +38,9 @@ class Tau2Source:
     def parse(cls, spec: str) -> Tau2Source:
         name = spec.removeprefix(TAU2_PREFIX)
         if name not in DOMAINS:
-            raise _refuse(spec, f"unknown τ² domain {name!r}; choose one of {', '.join(DOMAINS)}")
+            close = difflib.get_close_matches(name, DOMAINS, n=1)
+            hint = f" (did you mean: {TAU2_PREFIX}{close[0]}?)" if close else ""
+            raise _refuse(spec, f"unknown τ² domain {name!r}{hint}; choose one of {', '.join(DOMAINS)}")
         return cls(name)
 
     @property

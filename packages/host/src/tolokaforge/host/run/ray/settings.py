@@ -11,10 +11,10 @@ from ...agents.setup import AgentRecipe
 __all__ = ["CREDENTIAL_VARIABLES", "RaySettings"]
 
 CREDENTIAL_VARIABLES = tuple(
-    dict.fromkeys(("TOLOKAFORGE_LLM_API_KEY", "OPENAI_API_KEY", *DEFAULT_JUDGE_KEY_ENV))
+    dict.fromkeys(("TOLOKAFORGE_LLM_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", *DEFAULT_JUDGE_KEY_ENV))
 )
 """Copied from the driver's environment into each worker's runtime environment, and nowhere else: the
-agent's and users' key, and the judge's (the worker's embedded runner reads it; docs/judge.md). A judge
+agent's and users' key (either provider's), and the judge's (the worker's embedded runner reads it; docs/judge.md). A judge
 model naming other variables (``api_key_env``) has those copied too."""
 
 

@@ -16,7 +16,14 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from tolokaforge.core.llm import ChatCompletions, ChatEndpoint, ChatExhausted, ChatRefused, Completion
+from tolokaforge.core.llm import (
+    ChatCompletions,
+    ChatEndpoint,
+    ChatExhausted,
+    ChatRefused,
+    Completion,
+    split_model,
+)
 from tolokaforge.core.models import JudgeModelConfig
 from tolokaforge.core.retry import Backoff
 
@@ -47,15 +54,23 @@ class HttpJudgeChat:
     """The judge's model over core's chat-completions client, its failures as :class:`JudgeFailed`."""
 
     def __init__(self, config: JudgeModelConfig, api_key: str, session: aiohttp.ClientSession) -> None:
-        endpoint = ChatEndpoint(
-            model=config.model,
-            base_url=config.base_url,
-            api_key=api_key,
-            temperature=config.temperature,
-            timeout_s=config.request_timeout_s,
-            max_retries=config.max_http_retries,
-            backoff=Backoff(config.backoff_s, max_s=math.inf),
-        )
+        provider, model = split_model(config.model)
+        try:
+            endpoint = ChatEndpoint(
+                model=model,
+                provider=provider,
+                base_url=config.base_url,
+                api_key=api_key,
+                temperature=config.temperature,
+                seed=config.seed,
+                max_tokens=config.max_tokens,
+                reasoning_effort=config.reasoning_effort,
+                timeout_s=config.request_timeout_s,
+                max_retries=config.max_http_retries,
+                backoff=Backoff(config.backoff_s, max_s=math.inf),
+            )
+        except ValueError as error:
+            raise JudgeFailed(f"judge model {config.model!r}: {error}") from error
         self._chat = ChatCompletions(endpoint, session)
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:

@@ -113,6 +113,9 @@ class _Load:
         self.importer = ToolImporter(self.log, per_task=per_task)
         self.services = PackServices(self.log)
         self.check_golden_names = check_golden_names
+        self.json_dbs: dict[Path, dict[str, Any]] = {}
+        """Each ``json_db`` file parsed once: the tasks naming one file share its table objects, which is
+        how a runner knows them for the same tables without reading them (runner trials/task_cache.py)."""
         self.defaults: dict[str, Any] = {}
 
     @property
@@ -229,7 +232,7 @@ def _load_task(load: _Load, task_file: Path, pack_file: Path, code: ToolCode | N
     inline_files = inline_workspace_files(log, spec, task_file)
     prompt = text_or_file(log, spec.system_prompt, folder, task_file, "system_prompt")
     policies = policy_text(log, spec.policies, task_file)
-    state = initial_state(log, spec, folder, task_file)
+    state = initial_state(log, spec, folder, task_file, parsed=load.json_dbs)
     simulator = user_simulator(log, spec, task_file)
     agent_tools, user_tools = python_tools(load.importer, spec, task_file)
     servers = tool_servers(load.importer, spec, task_file)

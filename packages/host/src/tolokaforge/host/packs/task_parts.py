@@ -70,7 +70,16 @@ def policy_text(log: ProblemLog, policies: dict[str, Any], file: Path) -> str:
     return "\n\n".join(sections)
 
 
-def initial_state(log: ProblemLog, spec: TaskFile, folder: Path, file: Path) -> InitialState | None:
+def initial_state(
+    log: ProblemLog,
+    spec: TaskFile,
+    folder: Path,
+    file: Path,
+    *,
+    parsed: dict[Path, dict[str, Any]] | None = None,
+) -> InitialState | None:
+    """The task's initial state; ``parsed``: json_db files already read in this load, by path (shared:
+    never changed in place)."""
     block = spec.initial_state
     mark = log.mark()
     workspace_files = _workspace_files(log, block, folder, file)
@@ -79,7 +88,7 @@ def initial_state(log: ProblemLog, spec: TaskFile, folder: Path, file: Path) -> 
         if block.tables is not None:
             log.add(file, "initial_state", "give json_db or tables, not both")
             return None
-        loaded = _json_db(log, block.json_db, folder, file)
+        loaded = _json_db(log, block.json_db, folder, file, {} if parsed is None else parsed)
         if loaded is None:
             return None
         tables = loaded
@@ -189,13 +198,18 @@ def _workspace_files(log: ProblemLog, block: InitialStateFile, folder: Path, fil
     return files
 
 
-def _json_db(log: ProblemLog, value: str | dict[str, Any], folder: Path, file: Path) -> dict[str, Any] | None:
+def _json_db(
+    log: ProblemLog, value: str | dict[str, Any], folder: Path, file: Path, parsed: dict[Path, dict[str, Any]]
+) -> dict[str, Any] | None:
     if isinstance(value, dict):
         return value
     found = resolve(log.root, value, folder)
     if found is None:
         log.add(file, "initial_state.json_db", f"file {value!r} not found")
         return None
+    kept = parsed.get(found.resolve())
+    if kept is not None:
+        return kept
     try:
         loaded = json.loads(found.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
@@ -204,7 +218,8 @@ def _json_db(log: ProblemLog, value: str | dict[str, Any], folder: Path, file: P
     if not isinstance(loaded, dict):
         log.add(file, "initial_state.json_db", f"{value}: must be an object of tables")
         return None
-    return cast(dict[str, Any], loaded)
+    tables = parsed[found.resolve()] = cast(dict[str, Any], loaded)
+    return tables
 
 
 def user_simulator(log: ProblemLog, spec: TaskFile, file: Path) -> UserSimulatorConfig | None:

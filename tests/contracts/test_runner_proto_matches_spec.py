@@ -139,6 +139,13 @@ MESSAGES: dict[str, list[Field]] = {
         ("verdict", 2, "GradeReasonVerdict", ""),
         ("message", 3, "string", ""),
     ],
+    # This project's: a file a tool call produced beside its output (docs/web-tasks.md).
+    "Attachment": [
+        ("media_type", 1, "string", ""),
+        ("data", 2, "bytes", ""),
+        ("label", 3, "string", ""),
+        ("for_model", 4, "bool", ""),
+    ],
     # This project's: one row per item of a list-shaped grading component (docs/grading.md).
     "ComponentItemResult": [
         ("component", 1, "string", ""),
@@ -197,6 +204,7 @@ ADDITIVE: dict[str, list[Field]] = {
     "ExecuteToolResponse": [
         ("tool_error", 5, "tolokaforge.tool.v1.ToolError", ""),
         ("reported_by_tool", 6, "bool", ""),
+        ("attachments", 7, "Attachment", "repeated"),
     ],
     # Why a registration failed, typed, and whether sending it again can help (never a matched string).
     "RegisterTrialResponse": [
@@ -226,6 +234,7 @@ ADDITIVE: dict[str, list[Field]] = {
         ("tau2_actions", 7, "double", "optional"),
         ("tau2_communicate", 8, "double", "optional"),
         ("terminal_tests", 9, "double", "optional"),
+        ("web_checks", 10, "double", "optional"),
     ],
     # ... and the reasons typed, beside the seed's " | "-joined string.
     "Grade": [
@@ -251,7 +260,13 @@ ENUMS: dict[str, list[tuple[str, int]]] = {
     ],
 }
 
-SCALAR_TYPES = {"TYPE_STRING": "string", "TYPE_BOOL": "bool", "TYPE_INT32": "int32", "TYPE_DOUBLE": "double"}
+SCALAR_TYPES = {
+    "TYPE_STRING": "string",
+    "TYPE_BOOL": "bool",
+    "TYPE_INT32": "int32",
+    "TYPE_DOUBLE": "double",
+    "TYPE_BYTES": "bytes",
+}
 
 
 def _runner_file(descriptor_set: dict[str, Any]) -> dict[str, Any]:

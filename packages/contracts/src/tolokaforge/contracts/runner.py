@@ -6,6 +6,7 @@ Generated from ``contracts/proto/tolokaforge/runner/v1/runner.proto``; see docs/
 from __future__ import annotations
 
 from ._gen.proto.tolokaforge.runner.v1 import (
+    Attachment,
     CleanupTrialRequest,
     CleanupTrialResponse,
     ComponentItemResult,
@@ -42,6 +43,7 @@ from ._gen.proto.tolokaforge.runner.v1 import (
 )
 
 __all__ = [
+    "Attachment",
     "CleanupTrialRequest",
     "CleanupTrialResponse",
     "ComponentItemResult",

@@ -37,6 +37,7 @@ from .termination import TerminationReason
 from .transcript import Executor, Message
 
 __all__ = [
+    "Attachment",
     "CallFailure",
     "GradeRequest",
     "GradeResult",
@@ -93,6 +94,17 @@ class CallFailure:
 
 
 @dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file a call produced beside its text (a browser call's screenshot)."""
+
+    media_type: str
+    data: bytes
+    label: str = ""
+    for_model: bool = False
+    """The model is shown it too (a vision model's screenshot); otherwise it is for the people reading."""
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """What a tool call came to: a status, the tool's output or its typed failure, and metrics."""
 
@@ -105,6 +117,7 @@ class ToolResult:
     exit_code: int = 0
     """The process's exit status for a process-backed tool; 0 otherwise."""
     state_mutations: int = 0
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -103,7 +103,15 @@ class WebCheck(SpecModel):
     def _one_kind(self) -> WebCheck:
         kinds = [
             name
-            for name in ("final_url", "page_contains", "page_lacks", "element", "element_absent", "visited", "not_visited")
+            for name in (
+                "final_url",
+                "page_contains",
+                "page_lacks",
+                "element",
+                "element_absent",
+                "visited",
+                "not_visited",
+            )
             if getattr(self, name) is not None
         ]
         if len(kinds) != 1:
@@ -117,7 +125,15 @@ class WebCheck(SpecModel):
 
     @property
     def kind(self) -> str:
-        for name in ("final_url", "page_contains", "page_lacks", "element", "element_absent", "visited", "not_visited"):
+        for name in (
+            "final_url",
+            "page_contains",
+            "page_lacks",
+            "element",
+            "element_absent",
+            "visited",
+            "not_visited",
+        ):
             if getattr(self, name) is not None:
                 return name
         raise AssertionError("validated to have one kind")

@@ -4,6 +4,7 @@
 # This file has been @generated
 
 __all__ = (
+    "Attachment",
     "CleanupTrialRequest",
     "CleanupTrialResponse",
     "ComponentItemResult",
@@ -314,6 +315,33 @@ class RegistrationErrorKind(betterproto2.Enum):
 
 
 @dataclass(eq=False, repr=False)
+class Attachment(betterproto2.Message):
+    """
+    A file a tool call produced beside its text output.
+    """
+
+    media_type: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The IANA media type, e.g. "image/jpeg".
+    """
+
+    data: "bytes" = betterproto2.field(2, betterproto2.TYPE_BYTES)
+
+    label: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    What it shows, e.g. "screenshot".
+    """
+
+    for_model: "bool" = betterproto2.field(4, betterproto2.TYPE_BOOL)
+    """
+    True when the model is shown it too (a browser's screenshot for a vision model).
+    """
+
+
+default_message_pool.register_message("tolokaforge.runner.v1", "Attachment", Attachment)
+
+
+@dataclass(eq=False, repr=False)
 class CleanupTrialRequest(betterproto2.Message):
     trial_id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
     """
@@ -506,6 +534,12 @@ class ExecuteToolResponse(betterproto2.Message):
     is EXECUTION_FAILED, and the caller shows exactly "Error: " + error_message. False otherwise.
     """
 
+    attachments: "list[Attachment]" = betterproto2.field(7, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    Files the call produced for the people reading the trial (a browser call's screenshot), in order.
+    Additive: empty for every tool but the browser (docs/web-tasks.md).
+    """
+
 
 default_message_pool.register_message("tolokaforge.runner.v1", "ExecuteToolResponse", ExecuteToolResponse)
 
@@ -692,6 +726,11 @@ class GradeComponents(betterproto2.Message):
     terminal_tests: "float | None" = betterproto2.field(9, betterproto2.TYPE_DOUBLE, optional=True)
     """
     Terminal-Bench verifier score (its reward, 0..1); absent when not evaluated.
+    """
+
+    web_checks: "float | None" = betterproto2.field(10, betterproto2.TYPE_DOUBLE, optional=True)
+    """
+    Web checks score (the share of checks that hold, 0..1); absent when not evaluated.
     """
 
 

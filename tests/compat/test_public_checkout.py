@@ -291,10 +291,16 @@ def test_terminal_bench_echo_hello_is_skipped_with_its_reason(
 
 
 def test_the_test_task_folder_names_what_it_cannot_run(checkout: Path, cli: Cli) -> None:
-    # The public test-task folder as one pack: browser tasks wait for the browser tool; update_counter is a tool
-    # no source provides, in the public project too.
+    # The public test-task folder as one pack: update_counter is a tool no source provides, in the public
+    # project too; browser_basic (the browser over inline workspace files) loads.
     code, out = cli(["validate", "--pack", str(checkout / "tests" / "data" / "tasks")])
     assert code == 1
-    assert "browser" in out
     assert "update_counter" in out
-    assert "2 problem(s)" in out, out
+    assert "browser_basic" not in out
+    assert "1 problem(s)" in out, out
+
+
+def test_the_browser_task_example_validates(checkout: Path, cli: Cli) -> None:
+    code, out = cli(["validate", "--pack", str(checkout / "examples" / "browser_task" / "dataset")])
+    assert code == 0, out
+    assert "1 tasks" in out and "OK" in out, out

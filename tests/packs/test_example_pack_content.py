@@ -115,8 +115,13 @@ def _pack_roots() -> list[Path]:
     """Packs whose tools are python modules: their golden paths can be replayed here without a runner.
 
     (A pack serving its tools from an MCP server, like mcp_notes, is checked end to end by the host's
-    tests instead.)"""
-    return sorted(path.parent for path in PACKS_DIR.glob("*/pack.yaml") if (path.parent / "tools").is_dir())
+    tests instead; so is a web pack, whose tools/ holds its site's routes and whose golden paths are
+    browser actions: test_web_shop_pack.py.)"""
+    return sorted(
+        path.parent
+        for path in PACKS_DIR.glob("*/pack.yaml")
+        if (path.parent / "tools").is_dir() and not (path.parent / "tools" / "routes.py").is_file()
+    )
 
 
 PACKS = {root.name: _load_pack(root) for root in _pack_roots()}

@@ -29,6 +29,7 @@ def test_the_helper_writes_every_file_as_this_process_would(tmp_path: Path) -> N
         files = _files(tmp_path / "t" / "0")
         helper.write(files)
         for name, document in files.documents:
+            assert not isinstance(document, bytes)  # these files hold no attachments
             text = (files.directory / name).read_text(encoding="utf-8")
             assert text == (document if isinstance(document, str) else dump_yaml(document))
         assert read_yaml(files.directory / "grade.yaml")["score"] == 1.0

@@ -21,28 +21,35 @@ if TYPE_CHECKING:
     from tolokaforge.core.runner_api import RegisteredTrial, Runner
 
     from .agents import GoldenAgentFactory
+    from .agents.golden import resolve_tool_name
     from .agents.setup import AgentRecipe, LLMOptions
     from .api import EvaluationResult, TrialResult, aevaluate, evaluate
-    from .errors import HostError, PackLoadError, PackProblem
+    from .errors import AgentError, HostError, PackLoadError, PackProblem
     from .html_report import write_report
     from .llm import DEFAULT_PRICES, ChatClient, ChatSettings, llm_session
+    from .llm.openai_format import agent_view, proposed_calls, tool_specs
     from .packs import LoadedTask, Pack, PackReport, inspect_pack, load_pack
     from .packs.tau2 import tau2_task
-    from .results.outcome import Episode
+    from .results.outcome import Episode, TrialOutcome
     from .results.summary import RunSummary
     from .results.tau2_export import export_tau2_results
+    from .results.trial_files import configured_components, grade_to_dict
+    from .run.conductor import TrialSettings, run_trial
     from .run.episode import run_episode
     from .run.exit_status import Verdict, verdict
     from .run.ray import RaySettings, ray_connection
+    from .run.recorder import RunRecorder
     from .run.schedule import RunSettings, run_pack
     from .run.trial_spec import build_trial_spec
     from .runner import GrpcRunner, open_runner, parse_address
     from .runner.task_wire import register_request
     from .turns import AgentTurn, ProposedCall
+    from .users.base import UserSimulatorFactory
     from .users.router import UserRouter
 
 __all__ = [
     "DEFAULT_PRICES",
+    "AgentError",
     "AgentRecipe",
     "AgentTurn",
     "ChatClient",
@@ -61,31 +68,43 @@ __all__ = [
     "ProposedCall",
     "RaySettings",
     "RegisteredTrial",
+    "RunRecorder",
     "RunSettings",
     "RunSummary",
     "Runner",
+    "TrialOutcome",
     "TrialResult",
+    "TrialSettings",
     "UserRouter",
+    "UserSimulatorFactory",
     "Verdict",
     "aevaluate",
+    "agent_view",
     "build_trial_spec",
+    "configured_components",
     "evaluate",
     "export_tau2_results",
+    "grade_to_dict",
     "inspect_pack",
     "llm_session",
     "load_pack",
     "open_runner",
     "parse_address",
+    "proposed_calls",
     "ray_connection",
     "register_request",
+    "resolve_tool_name",
     "run_episode",
     "run_pack",
+    "run_trial",
     "tau2_task",
+    "tool_specs",
     "verdict",
     "write_report",
 ]
 
 _HOMES: dict[str, str] = {
+    "AgentError": ".errors",
     "AgentRecipe": ".agents.setup",
     "AgentTurn": ".turns",
     "ChatClient": ".llm",
@@ -105,26 +124,37 @@ _HOMES: dict[str, str] = {
     "ProposedCall": ".turns",
     "RaySettings": ".run.ray",
     "RegisteredTrial": "tolokaforge.core.runner_api",
+    "RunRecorder": ".run.recorder",
     "RunSettings": ".run.schedule",
     "RunSummary": ".results.summary",
     "Runner": "tolokaforge.core.runner_api",
+    "TrialOutcome": ".results.outcome",
     "TrialResult": ".api",
+    "TrialSettings": ".run.conductor",
     "UserRouter": ".users.router",
+    "UserSimulatorFactory": ".users.base",
     "Verdict": ".run.exit_status",
     "aevaluate": ".api",
+    "agent_view": ".llm.openai_format",
     "build_trial_spec": ".run.trial_spec",
+    "configured_components": ".results.trial_files",
     "evaluate": ".api",
     "export_tau2_results": ".results.tau2_export",
+    "grade_to_dict": ".results.trial_files",
     "inspect_pack": ".packs",
     "llm_session": ".llm",
     "load_pack": ".packs",
     "open_runner": ".runner",
     "parse_address": ".runner",
+    "proposed_calls": ".llm.openai_format",
     "ray_connection": ".run.ray",
     "register_request": ".runner.task_wire",
+    "resolve_tool_name": ".agents.golden",
     "run_episode": ".run.episode",
     "run_pack": ".run.schedule",
+    "run_trial": ".run.conductor",
     "tau2_task": ".packs.tau2",
+    "tool_specs": ".llm.openai_format",
     "verdict": ".run.exit_status",
     "write_report": ".html_report",
 }

@@ -3,6 +3,10 @@
 A turn's calls carry the provider's own id (which may repeat or be empty) and the arguments exactly
 as produced; the trial loop assigns episode-unique ids and sends the raw arguments to the runner, which
 is the one judge of whether they are valid.
+
+The loop's answer to a call that produced files beside its text (a browser call's screenshot) is an
+:class:`AttachedToolMessage`: a transcript ``ToolMessage`` that also carries them, for the model to see
+(``for_model``) and for the trial's files to keep. The runner's wire transcript never carries them.
 """
 
 from __future__ import annotations
@@ -10,7 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["AgentTurn", "ModelUsage", "ProposedCall", "Usage", "UserTurn"]
+from tolokaforge.core.runner_api import Attachment
+from tolokaforge.core.transcript import ToolMessage
+
+__all__ = ["AgentTurn", "AttachedToolMessage", "ModelUsage", "ProposedCall", "Usage", "UserTurn"]
+
+
+@dataclass(frozen=True, slots=True)
+class AttachedToolMessage(ToolMessage):
+    """A tool result with the files its call produced; everything else reads it as a ``ToolMessage``."""
+
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True)

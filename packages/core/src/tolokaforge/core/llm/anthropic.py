@@ -6,8 +6,9 @@ and its answer back into a chat-completions message, so the agent, the simulated
 need not know which provider answers.
 
 Mapping: system messages become the top-level ``system``; an assistant's ``tool_calls`` become
-``tool_use`` blocks; ``tool`` messages become ``tool_result`` blocks of a user turn; consecutive turns of
-one role merge into one, because the Messages API alternates user and assistant turns.
+``tool_use`` blocks; ``tool`` messages become ``tool_result`` blocks of a user turn (a tool message's ``images``,
+images.py, become ``image`` blocks inside its ``tool_result``); consecutive turns of one role merge into
+one, because the Messages API alternates user and assistant turns.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 from typing import Any, cast
 
 import orjson
+
+from .images import images_of
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_MAX_TOKENS", "completion_parts", "messages_body"]
 
@@ -66,11 +69,22 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     role = message.get("role")
     content = message.get("content")
     if role == "tool":
+        images = images_of(message)
+        result: str | list[dict[str, Any]] = str(content or "")
+        if images:
+            result = [{"type": "text", "text": result}] if result else []
+            result.extend(
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": image["media_type"], "data": image["data"]},
+                }
+                for image in images
+            )
         return [
             {
                 "type": "tool_result",
                 "tool_use_id": str(message.get("tool_call_id") or ""),
-                "content": str(content or ""),
+                "content": result,
             }
         ]
     blocks: list[dict[str, Any]] = []

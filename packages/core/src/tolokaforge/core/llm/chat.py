@@ -1,7 +1,8 @@
 """The one chat client, with tool calling, on aiohttp: OpenAI-compatible chat completions or Anthropic's
 Messages API, chosen by :attr:`ChatEndpoint.provider` (``split_model`` reads it off a model name's
 ``openai/`` or ``anthropic/`` prefix; a bare name is OpenAI-compatible). Callers speak chat-completions
-messages either way; ``anthropic.py`` translates.
+messages either way; ``anthropic.py`` translates. A ``tool`` message may carry the images its call
+showed the model (``images``, images.py), placed as each provider accepts them.
 
 Only what may succeed on a second try is retried: HTTP 429 and 5xx (Anthropic's 529, overloaded, too)
 and a request with no answer within ``timeout_s`` (:class:`ChatUnavailable`), at most ``max_retries``
@@ -27,6 +28,7 @@ import orjson
 
 from ..retry import Backoff, RetryPolicy, retry_async
 from .anthropic import ANTHROPIC_VERSION, completion_parts, messages_body
+from .images import openai_messages
 
 __all__ = [
     "RETRYABLE_STATUS",
@@ -208,7 +210,7 @@ class ChatCompletions:
         if endpoint.provider == "anthropic":
             generation = {"temperature": endpoint.temperature, "max_tokens": endpoint.max_tokens}
             return messages_body(endpoint.model, messages, tools, generation)
-        body: dict[str, Any] = {"model": endpoint.model, "messages": messages}
+        body: dict[str, Any] = {"model": endpoint.model, "messages": openai_messages(messages)}
         if tools:
             body["tools"] = tools
         optional = {

@@ -53,13 +53,24 @@ from .task import (
 from .trace_checks import TraceConstraint
 from .trace_rules import TraceChecksConfig
 from .trial import TrialSpec
+from .web import (
+    BROWSER_ACTIONS,
+    BrowserActionType,
+    BrowserSettings,
+    WebCheck,
+    WebChecksConfig,
+    url_pattern_matches,
+)
 
 __all__ = [
+    "BROWSER_ACTIONS",
     "COMPONENT_NAMES",
     "DEFAULT_JUDGE_KEY_ENV",
     "FILE_CHECK_OPERATORS",
     "JSONPATH_OPERATORS",
     "MOCK_JUDGE_MODEL",
+    "BrowserActionType",
+    "BrowserSettings",
     "CombineMethod",
     "CommunicateInfo",
     "ComponentName",
@@ -99,6 +110,9 @@ __all__ = [
     "TrialSpec",
     "UnstableField",
     "UserSimulatorConfig",
+    "WebCheck",
+    "WebChecksConfig",
     "describe_validation_error",
     "mock_unmet_criteria",
+    "url_pattern_matches",
 ]

@@ -15,6 +15,7 @@ from ..termination import TerminationReason
 from ._base import SpecModel
 from .judge import LLMJudgeConfig
 from .trace_rules import TraceChecksConfig
+from .web import WebChecksConfig
 
 __all__ = [
     "COMPONENT_NAMES",
@@ -51,6 +52,7 @@ ComponentName = Literal[
     "tau2_actions",
     "tau2_communicate",
     "terminal_tests",
+    "web_checks",
 ]
 COMPONENT_NAMES: tuple[ComponentName, ...] = get_args(ComponentName)
 
@@ -326,6 +328,8 @@ class GradingConfig(SpecModel):
     """grading.yaml: tau2_communicate."""
     terminal_tests: TerminalTestsConfig | None = None
     """A Terminal-Bench task's tests/test.sh (built by the terminal loader, not written in grading.yaml)."""
+    web_checks: WebChecksConfig | None = None
+    """grading.yaml: web_checks, a list of checks on what the trial's browser saw (docs/web-tasks.md)."""
     zero_unless_ended_by: list[str] | None = Field(default=None, min_length=1)
     """grading.yaml: zero_unless_ended_by. TerminationReason values; a trial whose termination reason
     is not one of them scores 0 and fails, whatever its components say (they are still computed and

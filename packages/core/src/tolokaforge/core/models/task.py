@@ -14,6 +14,7 @@ from ._base import SpecModel
 from .conversation import ConversationRules
 from .grading import GradingConfig
 from .trace_rules import trace_check_tool_problems
+from .web import BrowserSettings
 
 __all__ = [
     "InitialState",
@@ -217,6 +218,8 @@ class TaskDescription(SpecModel):
     golden_response: str | None = None
     conversation: ConversationRules | None = None
     """How the conversation runs (docs/conversation.md); None: the harness's own loop, as it always ran."""
+    browser: BrowserSettings | None = None
+    """The agent is offered the runner's ``browser`` tool on these settings (docs/web-tasks.md); None: no browser."""
 
     @model_validator(mode="after")
     def _tool_names_unique_per_actor(self) -> TaskDescription:

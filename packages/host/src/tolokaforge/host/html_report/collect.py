@@ -34,6 +34,7 @@ from ..results.summary import DEFINITIONS, RunSummary
 from ..results.trial_files import trial_dir
 from ..results.trial_rows import TrialRow, read_row, row_of
 from ..results.yaml_files import parse_yaml, read_yaml
+from .filmstrip import Frame, filmstrip, trial_folder
 
 __all__ = ["UNCATEGORISED", "ReportData", "TrialView", "collect"]
 
@@ -57,6 +58,10 @@ class TrialView:
     """Grade fields beyond the known ones, each as indented JSON text."""
     tampered: str | None = None
     """Why the trial's record failed its signature check (its files are then not shown); None if it did not."""
+    folder: str = ""
+    """The trial's folder relative to the run folder (URL-quoted, ending in ``/``): its attachments' base."""
+    frames: list[Frame] = field(default_factory=list[Frame])
+    """Its screenshots, in call order (filmstrip.py)."""
 
 
 @dataclass
@@ -188,10 +193,11 @@ def collect(run_dir: Path) -> ReportData:
             row = read_row(run_dir, task_id, index)
         summary.rows.append(row)
         calls = cast(list[dict[str, Any]], trajectory.get("tool_calls") or [])
+        anchor, folder = f"trial-{task_id}-{index}", trial_folder(task_id, index)
         trials.append(
             TrialView(
                 row=row,
-                anchor=f"trial-{task_id}-{index}",
+                anchor=anchor,
                 grade=grade,
                 trajectory=trajectory,
                 metrics=metrics,
@@ -202,6 +208,8 @@ def collect(run_dir: Path) -> ReportData:
                     if key not in _SHOWN_GRADE_KEYS and value
                 },
                 tampered=tampered,
+                folder=folder,
+                frames=filmstrip(trajectory, anchor, folder),
             )
         )
     verification = f"NOT VERIFIED: {verified.problem}" if verified.problem is not None else None

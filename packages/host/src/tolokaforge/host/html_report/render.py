@@ -1,6 +1,8 @@
 """Render a results folder as one self-contained ``report.html`` (Jinja2; CSS and JS inline).
 
-The page needs no network: no CDN, no fonts, no images from elsewhere. Everything it shows is escaped
+The page needs no network: no CDN, no fonts, no images from elsewhere; a trial's screenshots are the
+run folder's own files, referenced by relative path (from wherever the page is written to the run
+folder), so the page shows them next to the folder and ``tolokaforge view`` serves them. Everything it shows is escaped
 by Jinja2's autoescaping; the only script is ``templates/report.js`` (search, filter and sort the
 index), or, on the page comparing several runs (``compare.html.j2``), ``templates/compare.js``
 (search and filter the per-task changes).
@@ -14,6 +16,7 @@ import json
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from jinja2 import ChainableUndefined, Environment, PackageLoader, select_autoescape
 
@@ -21,6 +24,7 @@ from ..results.redaction import Redactor
 from ..results.summary import DEFINITIONS
 from .collect import ReportData, collect
 from .compare import CHANGES, Comparison, compare
+from .filmstrip import attachment_refs
 
 __all__ = [
     "COMPARISON_FILE",
@@ -66,8 +70,14 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, default=str)
 
 
-def render_report(data: ReportData) -> str:
-    return _environment().get_template("report.html.j2").render(data=data, summary=data.summary)
+def render_report(data: ReportData, page: Path | None = None) -> str:
+    """The page; written at ``page`` (default: the run folder's ``report.html``), its screenshots are
+    referenced relative to it."""
+    base = ""
+    if page is not None and page.parent.resolve() != data.run_dir.resolve():
+        base = quote(Path(os.path.relpath(data.run_dir.resolve(), page.parent.resolve())).as_posix()) + "/"
+    template = _environment().get_template("report.html.j2")
+    return template.render(data=data, summary=data.summary, files_base=base, refs=attachment_refs)
 
 
 def publish_report(run_dir: Path, output: Path | None = None) -> tuple[Path, ReportData]:
@@ -75,7 +85,7 @@ def publish_report(run_dir: Path, output: Path | None = None) -> tuple[Path, Rep
     verified, what not)."""
     data = collect(run_dir)
     path = output or run_dir / REPORT_FILE
-    path.write_text(Redactor.from_environment().text(render_report(data)), encoding="utf-8")
+    path.write_text(Redactor.from_environment().text(render_report(data, path)), encoding="utf-8")
     return path, data
 
 

@@ -9,10 +9,15 @@ that called tools went to the tools, not to the other party, so the other party 
 included -- the user does not see an assistant turn that called tools (τ²'s ``UserState.flip_roles``
 gets only the agent's text messages), the agent does not see a user turn that called tools (τ²'s
 ``is_valid_agent_history_message``). Each side still sees its own such turns and their results.
+
+The agent is shown the images a call produced for it (``for_model`` attachments: a vision model's
+screenshot) with the call's text, under the tool message's ``images``; core's chat client places them
+as the provider accepts them (``tolokaforge.core.llm.images``).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
 from typing import Any, cast
@@ -27,7 +32,7 @@ from tolokaforge.core.transcript import (
     UserMessage,
 )
 
-from ..turns import ProposedCall
+from ..turns import AttachedToolMessage, ProposedCall
 
 __all__ = ["agent_view", "proposed_calls", "tool_specs", "user_view"]
 
@@ -71,7 +76,16 @@ def agent_view(messages: Sequence[Message], *, text_or_calls: bool = False) -> l
                 entry["tool_calls"] = _calls(message.tool_calls)
             view.append(entry)
         else:
-            view.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
+            entry = {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+            if isinstance(message, AttachedToolMessage):
+                images = [
+                    {"media_type": item.media_type, "data": base64.b64encode(item.data).decode("ascii")}
+                    for item in message.attachments
+                    if item.for_model
+                ]
+                if images:
+                    entry["images"] = images
+            view.append(entry)
     # A user turn's tool results are not the agent's: drop results answering no call the agent made.
     agent_ids = {call["id"] for entry in view for call in entry.get("tool_calls", [])}
     return [entry for entry in view if entry["role"] != "tool" or entry["tool_call_id"] in agent_ids]

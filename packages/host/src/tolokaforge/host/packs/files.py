@@ -25,6 +25,7 @@ from tolokaforge.core.models import (
     ToolExpectation,
     TraceChecksConfig,
     UnstableField,
+    WebCheck,
 )
 
 __all__ = [
@@ -215,6 +216,8 @@ class GradingFile(_Strict):
     env_assertions: EnvAssertionsConfig | None = None
     tau2_actions: Tau2ActionsConfig | None = None
     tau2_communicate: Tau2CommunicateConfig | None = None
+    web_checks: list[WebCheck] | None = Field(default=None, min_length=1)
+    """A list of checks on what the trial's browser saw (docs/web-tasks.md)."""
     zero_unless_ended_by: list[str] | None = None
     """TerminationReason values (checked by GradingConfig)."""
 
@@ -280,6 +283,11 @@ class AgentToolsFile(_Strict):
     mcp_server: str | None = None
     enabled: list[str] | None = None
     """None offers every tool of the module's TOOLS that is not a user-side tool."""
+    browser: dict[str, Any] | None = None
+    """The ``browser`` tool's settings (public ``initial_url``, ``allowed_actions``; ours ``viewport``,
+    ``screenshots``, ``vision``); browser_block.py reads them."""
+    mobile: Any = None
+    """Public style; refused (the public mobile tool has no counterpart here)."""
 
 
 class UserToolsFile(_Strict):

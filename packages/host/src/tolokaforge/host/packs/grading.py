@@ -48,6 +48,7 @@ from .files import (
 from .problems import ProblemLog
 from .public_grading import OPERATOR_ALIASES, llm_judge, public_env_assertions, public_file_check, rooted_path
 from .task_parts import AGENT_VISIBLE, resolve
+from .web_checks import web_checks_config
 
 __all__ = ["CHECKS_INTERFACE_VERSIONS", "to_grading_config"]
 
@@ -73,6 +74,7 @@ def to_grading_config(
     transcript = _transcript_rules(log, grading.transcript_rules, file)
     custom = _custom_checks(log, grading.custom_checks, file, folder)
     judge = llm_judge(log, grading.llm_judge, file)
+    web = web_checks_config(log, grading.web_checks, file)
     _weights_cover_components(log, grading, file, weights)
     if log.since(mark):
         return None
@@ -90,6 +92,7 @@ def to_grading_config(
                 "env_assertions": env_assertions or grading.env_assertions,
                 "tau2_actions": grading.tau2_actions,
                 "tau2_communicate": grading.tau2_communicate,
+                "web_checks": web,
                 "zero_unless_ended_by": grading.zero_unless_ended_by,
             }
         )
@@ -403,6 +406,7 @@ def _weights_cover_components(
             ("env_assertions", grading.env_assertions),
             ("tau2_actions", grading.tau2_actions),
             ("tau2_communicate", grading.tau2_communicate),
+            ("web_checks", grading.web_checks),
         )
         if block is not None
     ]

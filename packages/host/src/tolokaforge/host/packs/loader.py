@@ -25,6 +25,7 @@ from tolokaforge.core.models import TaskDescription, ToolCode, ToolDescription, 
 
 from ..errors import PackLoadError, PackProblem
 from .adapter_keys import check_adapter_keys
+from .browser_block import browser_schema_tool, browser_settings
 from .builtin_tools import with_shipped_code
 from .files import GradingFile, PackFile, TaskFile
 from .grading import to_grading_config
@@ -39,6 +40,7 @@ from .tau2 import inspect_tau2_pack, is_tau2_source, load_tau2_pack
 from .terminal import inspect_terminal_pack, is_terminal_source, load_terminal_pack
 from .tool_module import bundle_files
 from .tool_sources import ToolImporter, module_shaped_tools, python_tools, tool_servers
+from .web_checks import check_web_checks_browser
 
 __all__ = [
     "DEFAULT_TASKS_GLOB",
@@ -240,14 +242,21 @@ def _load_task(load: _Load, task_file: Path, pack_file: Path, code: ToolCode | N
         agent_tools, user_tools = module_shaped_tools(load.importer, spec, task_file, servers)
         servers = []
     agent_tools = [*agent_tools, *load.services.tools(spec, task_file, {tool.name for tool in agent_tools})]
+    browser = browser_settings(log, spec, task_file, load.services.task_sites.get(task_file))
+    # The runner serves ``browser`` itself: golden actions and required actions may name it.
+    runner_tools = [browser_schema_tool(browser)] if browser is not None else []
     grading_file, grading_path = _grading_file(load, spec.grading, folder, task_file)
     grading = None
     if grading_file is not None:
         if not servers:
             # A server's tools are known only once it runs: the runner resolves those names at grading.
             if load.check_golden_names:
-                _check_golden_actions(log, grading_file, agent_tools, user_tools, grading_path)
-            _check_required_actions(log, grading_file, agent_tools, user_tools, grading_path)
+                _check_golden_actions(
+                    log, grading_file, [*agent_tools, *runner_tools], user_tools, grading_path
+                )
+            _check_required_actions(
+                log, grading_file, [*agent_tools, *runner_tools], user_tools, grading_path
+            )
         grading = to_grading_config(log, grading_file, file=grading_path, folder=folder, initial_state=state)
     _blame_defaults(log, mark, task_file, pack_file, {key for key in load.defaults if key not in raw})
     if log.since(mark) or grading is None or state is None or grading_file is None:
@@ -275,9 +284,12 @@ def _load_task(load: _Load, task_file: Path, pack_file: Path, code: ToolCode | N
             user_simulator=simulator,
             policies=spec.policies,
             golden_response=grading_file.golden_response,
+            browser=browser,
         )
     except ValidationError as error:
         log.add(task_file, "", describe_validation_error(error))
+        return None
+    if not check_web_checks_browser(log, task.grading.web_checks, task.browser is not None, grading_path):
         return None
     return LoadedTask(task=task, task_file=task_file)
 

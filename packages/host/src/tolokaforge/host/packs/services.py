@@ -1,7 +1,8 @@
 """The services a task declares in ``initial_state`` and the built-in tools that reach them.
 
-``initial_state.rag`` (a corpus folder) backs ``search_kb``; ``initial_state.mock_web`` (a base URL)
-backs ``http_request``. Both tools are python tools whose code we ship in the pack's code bundle
+``initial_state.rag`` (a corpus folder) backs ``search_kb``; ``initial_state.mock_web`` (a base URL, and
+optionally the site's own files and routes, web_sites.py) backs ``http_request`` and the hidden tool
+that answers the ``browser``'s requests. These are python tools whose code we ship in the pack's code bundle
 (``shipped_tools/``, copied under ``_tolokaforge_builtin/``), with ``services.json`` naming what the pack's
 tasks declare: they run in the trial's worker, inside its sandbox, like the pack's own tools. Every key
 of those blocks that this harness does not implement is refused with its path (docs/pack-format.md).
@@ -14,20 +15,20 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from tolokaforge.core.models import ToolCode, ToolDescription, ToolSource
 
 from .builtin_tools import SHIPPED_PACKAGE, shipped_bundle
 from .files import TaskFile
 from .problems import ProblemLog
+from .web_sites import SiteDeclaration, binary_site_files, read_mock_web, site_tool
 
 __all__ = ["SERVICE_TOOLS", "TYPESENSE_URL_VARIABLE", "PackServices"]
 
 PACKAGE = SHIPPED_PACKAGE
 _SHIPPED = Path(__file__).with_name("shipped_tools")
 _MODULES = {"search_kb": "knowledge_base", "http_request": "mock_site"}
-_HELPERS = ("typesense_corpus",)
+_HELPERS = ("typesense_corpus", "site_routes")
 """Shipped modules the tools' modules import."""
 TYPESENSE_URL_VARIABLE = "TOLOKAFORGE_TYPESENSE_URL"
 """Set when the pack is loaded: ``search_kb`` keeps its corpora in that Typesense server instead."""
@@ -88,13 +89,20 @@ class PackServices:
 
     log: ProblemLog
     corpora: set[str] = field(default_factory=set[str])
-    sites: dict[str, str] = field(default_factory=dict[str, str])
+    sites: dict[str, SiteDeclaration] = field(default_factory=dict[str, SiteDeclaration])
+    """Task folder -> the site its task declares."""
+    task_sites: dict[Path, SiteDeclaration] = field(default_factory=dict[Path, SiteDeclaration])
+    """Task file -> its usable site (for its browser settings)."""
+    site_files: dict[str, str] = field(default_factory=dict[str, str])
+    """The sites' binary files, as bundle entries (web_sites.binary_site_files)."""
+    _served: set[str] = field(default_factory=set[str])
 
     def tools(self, spec: TaskFile, file: Path, provided: set[str]) -> list[ToolDescription]:
         """Check the task's ``rag`` and ``mock_web`` blocks; the service tools it enables, described.
 
         A name in ``provided`` (the task's own python module has a tool of that name) stays the pack's.
-        Beside a module or an MCP server, ``search_kb`` and ``http_request`` are still ours.
+        Beside a module or an MCP server, ``search_kb`` and ``http_request`` are still ours. A task
+        enabling ``browser`` with a site gets the hidden site tool too.
         """
         block = spec.initial_state
         corpus = self._corpus(block.rag, file) if block.rag is not None else None
@@ -103,6 +111,14 @@ class PackServices:
         if agent is None:
             return []
         described: list[ToolDescription] = []
+        if site is not None and "browser" in (agent.enabled or ()):
+            hidden = site_tool(self.sites[site])
+            if hidden.name in provided:
+                self.log.add(
+                    file, "tools.agent.python", f"the tool name {hidden.name!r} is reserved for the site"
+                )
+            else:
+                described.append(hidden)
         for index, name in enumerate(agent.enabled or ()):
             if name in provided:
                 continue
@@ -146,12 +162,13 @@ class PackServices:
             added[f"{PACKAGE}/{module}.py"] = (_SHIPPED / f"{module}.py").read_text(encoding="utf-8")
         settings: dict[str, Any] = {
             "corpora": sorted(self.corpora),
-            "sites": dict(sorted(self.sites.items())),
+            "sites": {folder: site.settings() for folder, site in sorted(self.sites.items())},
         }
         server = os.environ.get(TYPESENSE_URL_VARIABLE)
         if server and self.corpora:
             settings["typesense"] = server
         added[f"{PACKAGE}/services.json"] = json.dumps(settings, indent=1)
+        added.update(self.site_files)
         for bundle in (code, shipped_bundle(code)):
             if bundle is not None and bundle.files is not None:
                 bundle.files.update(added)
@@ -187,29 +204,15 @@ class PackServices:
 
     def _site(self, block: dict[str, Any], file: Path) -> str | None:
         """``mock_web``: the task's folder (relative to the pack root), its site keyed by it."""
-        for key in block:
-            if key != "base_url":
-                self.log.add(
-                    file, f"initial_state.mock_web.{key}", "is not supported (the known key: base_url)"
-                )
-        url = block.get("base_url")
-        parts = urlsplit(url) if isinstance(url, str) else None
-        if (
-            parts is None
-            or parts.scheme not in ("http", "https")
-            or not parts.netloc
-            or parts.path not in ("", "/")
-        ):
-            self.log.add(
-                file,
-                "initial_state.mock_web.base_url",
-                "must be an http(s) URL with a host and no path, e.g. http://mock-web:8080",
-            )
+        site = read_mock_web(self.log, block, file)
+        if site is None:
             return None
-        assert isinstance(url, str)
-        folder = file.parent.resolve().relative_to(self.log.root.resolve()).as_posix()
-        self.sites[folder] = url
-        return folder
+        self.sites[site.folder] = site
+        self.task_sites[file] = site
+        if site.served_folder() not in self._served:
+            self._served.add(site.served_folder())
+            self.site_files.update(binary_site_files(self.log, site, file))
+        return site.folder
 
 
 def _describe(name: str, class_name: str) -> ToolDescription:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tolokaforge.core.models import ToolDescription, ToolServer
 
+from .browser_block import REFUSED_TOOLS, RUNNER_TOOLS
 from .builtin_tools import SHIPPED_PACKAGE, SHIPPED_TOOLS, shipped_tools
 from .files import TaskFile
 from .problems import ProblemLog
@@ -76,7 +77,11 @@ def python_tools(
             log.add(
                 file, "tools.user.enabled", "user tools need tools.agent.python (the module they live in)"
             )
-        unprovided = [n for n in agent.enabled or () if n not in BUILTIN_TOOLS] if agent is not None else []
+        unprovided = (
+            [n for n in agent.enabled or () if n not in BUILTIN_TOOLS and n not in REFUSED_TOOLS]
+            if agent is not None
+            else []
+        )
         if agent is not None and agent.mcp_server is None and unprovided:
             log.add(
                 file,
@@ -127,8 +132,8 @@ def _pick(
     ):
         for index, name in enumerate(names):
             tool = module.get(name)
-            if tool is None and side == "agent" and name in SERVICE_TOOLS:
-                continue  # a built-in over the task's services: services.py describes it or says why not
+            if tool is None and side == "agent" and name in (*SERVICE_TOOLS, *RUNNER_TOOLS, *REFUSED_TOOLS):
+                continue  # a built-in served elsewhere (services.py, browser_block.py), or refused there
             if tool is None:
                 log.add(file, f"{key}[{index}]", f"no tool {name!r} in {written!r} ({', '.join(module)})")
             elif tool.side is not None and tool.side != side:
@@ -178,7 +183,8 @@ def tool_servers(importer: ToolImporter, spec: TaskFile, file: Path) -> list[Too
             protocol="mcp",
             script=found.relative_to(log.root.resolve()).as_posix(),
             actor="agent",
-            enabled=[n for n in agent.enabled if n not in SERVICE_TOOLS]  # those are ours (services.py)
+            # those are ours (services.py, browser_block.py)
+            enabled=[n for n in agent.enabled if n not in (*SERVICE_TOOLS, *RUNNER_TOOLS, *REFUSED_TOOLS)]
             if agent.python is None and agent.enabled is not None
             else None,
         )
@@ -203,10 +209,12 @@ _BUILTINS = {
 _BUILTINS.update(dict.fromkeys(SHIPPED_TOOLS, "shipped"))
 # search_kb, http_request: python tool code of ours over the task's rag / mock_web (services.py)
 _BUILTINS.update(dict.fromkeys(SERVICE_TOOLS, "shipped"))
+# browser: served by the runner itself on the task's BrowserSettings (browser_block.py)
+_BUILTINS.update(dict.fromkeys(RUNNER_TOOLS, "runner"))
 BUILTIN_TOOLS = tuple(_BUILTINS)
 """Tools public packs enable by name with no source of their own, served by our providers: the file
 tools (fs provider, over the trial's workspace), a calculator and ``bash`` (exec provider; bash is one
-persistent shell per trial in the trial's sandbox)."""
+persistent shell per trial in the trial's sandbox), and ``browser`` (the runner's own)."""
 
 
 def builtin_tool_servers(enabled: list[str]) -> list[ToolServer]:

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from .attachments import ATTACHMENTS_DIR, is_attachment_path
 from .ledger import Ledger, LedgerAppender
 from .records import GRADE_PENDING, SIGNATURE_FILE, WRITTEN_FILES
 from .yaml_files import TrialFiles, dump_yaml
@@ -190,9 +191,16 @@ def store_trial(files: TrialFiles, ledger: LedgerAppender | None = None) -> None
     _fresh_directory(directory, names)
     contents: dict[str, bytes] = {}
     for name, document in files.documents:
-        data = (document if isinstance(document, str) else dump_yaml(document)).encode("utf-8")
+        if isinstance(document, bytes):
+            data = document
+        else:
+            data = (document if isinstance(document, str) else dump_yaml(document)).encode("utf-8")
         contents[name] = data
         if name != "grade.yaml":  # read only once grade.yaml says the trial finished: written in place
+            if "/" in name:
+                if not is_attachment_path(name):
+                    raise ValueError(f"{name!r} is not a file a trial's directory holds")
+                _attachments_folder(directory)
             _write_new(directory / name, data)
             continue
         pending = directory / GRADE_PENDING
@@ -235,6 +243,35 @@ def _fresh_directory(directory: Path, names: set[str]) -> None:
         if name not in names:
             with contextlib.suppress(IsADirectoryError):  # not a writer's: the record's check says so
                 (directory / name).unlink(missing_ok=True)
+    _clear_attachments(directory / ATTACHMENTS_DIR, names)
+
+
+def _clear_attachments(folder: Path, names: set[str]) -> None:
+    """An earlier attempt's attachments this attempt does not write again go (the folder too, once
+    empty); a symlink in the folder's place is removed, never followed."""
+    if os.path.islink(folder):
+        os.unlink(folder)
+        return
+    try:
+        listing = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in listing:
+        path = f"{ATTACHMENTS_DIR}/{entry}"
+        if is_attachment_path(path) and path not in names:
+            with contextlib.suppress(IsADirectoryError):
+                (folder / entry).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # not empty: something not a writer's stays, and fails the check
+        os.rmdir(folder)
+
+
+def _attachments_folder(directory: Path) -> None:
+    """The trial's attachments folder, made a real directory (never written through a symlink)."""
+    folder = directory / ATTACHMENTS_DIR
+    if os.path.islink(folder):
+        os.unlink(folder)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(folder)
 
 
 def _write_new(path: Path, data: bytes) -> None:

@@ -2,7 +2,8 @@
 the records it accepted, which makes a deletion or a replay of one detectable.
 
 A finished trial's *record* is every file its writer put in the trial directory: ``trajectory.yaml``,
-``metrics.yaml``, ``judge_transcript.json`` when a judge ran, and ``grade.yaml``. Before ``grade.yaml``
+``metrics.yaml``, ``judge_transcript.json`` when a judge ran, each attachment of a call under
+``attachments/`` (attachments.py), and ``grade.yaml``. Before ``grade.yaml``
 appears, the writer puts ``signature.yaml`` beside them: the sha256 of each file's bytes and an
 HMAC-SHA256, under the run's key (run_keys.py), over the run id, the task id, the trial index, the
 trial's *attempt* (1 for its first record, 2 for the record written after the first was found
@@ -31,7 +32,8 @@ The ledger itself -- its lines, its head, reading and appending it -- is ledger.
 data read back from YAML gives the same JSON), so its run id, options and identity cannot be edited
 either.
 
-Standard library and PyYAML only: the result-file helper process imports this.
+Standard library and PyYAML only (and attachments.py, which is standard library only): the result-file
+helper process imports this.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
 import yaml
+
+from .attachments import ATTACHMENTS_DIR, is_attachment_path
 
 __all__ = [
     "GRADE_PENDING",
@@ -271,10 +275,16 @@ def check_record(
         if name not in digests:
             return _tampered(f"{SIGNATURE_FILE} does not list {name}", name)
     pending = accepted is not None and "grade.yaml" not in listing and GRADE_PENDING in listing
-    expected = {*digests, SIGNATURE_FILE} | ({GRADE_PENDING} if pending else set[str]())
+    attached = {name for name in digests if "/" in name}
+    expected = {*(digests.keys() - attached), SIGNATURE_FILE} | ({GRADE_PENDING} if pending else set[str]())
+    if attached:
+        expected.add(ATTACHMENTS_DIR)
+        problem = _attachments_problem(directory, attached)
+        if problem is not None:
+            return problem
     contents: dict[str, bytes] = {}
     for name, digest in sorted(digests.items()):
-        if "/" in name or name in ("", ".", ".."):
+        if (name in attached and not is_attachment_path(name)) or name in ("", ".", ".."):
             return _tampered(f"{SIGNATURE_FILE} lists {name!r}, which is not a file of the trial", name)
         path = directory / (GRADE_PENDING if pending and name == "grade.yaml" else name)
         try:
@@ -290,6 +300,21 @@ def check_record(
     if added:
         return _tampered(f"{added[0]} is not part of the signed record (a file added to it)", added[0])
     return RecordCheck(None, None, contents, pending)
+
+
+def _attachments_problem(directory: Path, signed: set[str]) -> RecordCheck | None:
+    """None when the trial's attachments folder is a real directory holding exactly the ``signed``
+    attachments (their bytes are checked with the record's other files)."""
+    folder = directory / ATTACHMENTS_DIR
+    if not os.path.lexists(folder):
+        return _tampered(f"{ATTACHMENTS_DIR}/, which holds files of the record, is missing", ATTACHMENTS_DIR)
+    if os.path.islink(folder) or not os.path.isdir(folder):
+        return _tampered(f"{ATTACHMENTS_DIR} is not a directory (a symlink, or a file)", ATTACHMENTS_DIR)
+    present = {f"{ATTACHMENTS_DIR}/{entry}" for entry in os.listdir(folder)}
+    added = sorted(present - signed)
+    if added:
+        return _tampered(f"{added[0]} is not part of the signed record (a file added to it)", added[0])
+    return None
 
 
 def check_manifest(manifest: Mapping[str, Any], signer: RecordSigner) -> str | None:

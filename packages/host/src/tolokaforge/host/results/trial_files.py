@@ -19,6 +19,10 @@ an output the message does not carry (a failed call's) is kept in the entry. A t
 :data:`MAX_STORED_CHARS` keeps its first :data:`MAX_STORED_CHARS` characters and a line saying how much
 was cut. Secrets the host knows are redacted (redaction.py) before anything is cut or written. A
 finished trial's record is signed (records.py) by whoever writes its files.
+
+A call's attachments (a browser call's screenshots) are files of the record too, each written once
+under ``attachments/`` (attachments.py); its tool message lists them as ``{path, media_type, label,
+for_model}`` references.
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ from tolokaforge.core.models import GradingConfig
 from tolokaforge.core.runner_api import reason_messages
 from tolokaforge.core.transcript import Message, ToolMessage
 
-from ..results.outcome import TrialOutcome
+from ..results.outcome import Episode, TrialOutcome
+from ..turns import AttachedToolMessage
+from .attachments import attachment_path
 from .records import JUDGE_TRANSCRIPT
 from .redaction import Redactor
 from .trace_results import trace_results_dict, trace_summary_dict
@@ -54,7 +60,7 @@ __all__ = [
 ]
 
 NOT_EVALUATED = -1.0
-_LATER_COMPONENTS = ("env_assertions", "tau2_actions", "tau2_communicate", "terminal_tests")
+_LATER_COMPONENTS = ("env_assertions", "tau2_actions", "tau2_communicate", "terminal_tests", "web_checks")
 MAX_STORED_CHARS = 1 << 20
 """The most characters of one text (a tool's output, its arguments, a message) a trial's files keep."""
 
@@ -97,6 +103,7 @@ def configured_components(grading: GradingConfig) -> list[str]:
         "tau2_actions": grading.tau2_actions is not None,
         "tau2_communicate": grading.tau2_communicate is not None,
         "terminal_tests": grading.terminal_tests is not None,
+        "web_checks": grading.web_checks is not None,
     }
     return [name for name, wanted in asked.items() if wanted]
 
@@ -197,10 +204,12 @@ def _ungraded(outcome: TrialOutcome) -> dict[str, Any]:
     return {"graded": False, "binary_pass": False, "score": None, "components": None, "reasons": [reason]}
 
 
-def _message(message: Message) -> dict[str, Any]:
+def _message(message: Message, attached: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     entry: dict[str, Any] = {"role": message.role, "content": message.content}
     if isinstance(message, ToolMessage):
         entry["tool_call_id"] = message.tool_call_id
+        if attached:
+            entry["attachments"] = attached
     elif getattr(message, "tool_calls", ()):
         entry["tool_calls"] = [
             {"id": call.id, "name": call.name, "arguments": call.arguments}
@@ -209,9 +218,46 @@ def _message(message: Message) -> dict[str, Any]:
     return entry
 
 
-def trajectory_dict(outcome: TrialOutcome, redactor: Redactor | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Attached:
+    references: dict[int, list[dict[str, Any]]]
+    """Per message position, its attachments' references (as the trajectory lists them)."""
+    files: list[tuple[str, bytes]]
+    """Each attachment's path in the trial's directory, and its bytes."""
+
+
+def _attached(episode: Episode, redactor: Redactor | None) -> _Attached:
+    """Every attachment of the episode's tool messages, named by the position of its call."""
+    call_index = {call.call_id: index for index, call in enumerate(episode.calls)}
+    references: dict[int, list[dict[str, Any]]] = {}
+    files: list[tuple[str, bytes]] = []
+    taken: set[str] = set()
+    for position, message in enumerate(episode.messages):
+        if not isinstance(message, AttachedToolMessage):
+            continue
+        index = call_index.get(message.tool_call_id, position)
+        for attachment in message.attachments:
+            label = redactor.text(attachment.label) if redactor else attachment.label
+            path = attachment_path(index, label, attachment.media_type, taken)
+            taken.add(path)
+            files.append((path, attachment.data))
+            references.setdefault(position, []).append(
+                {
+                    "path": path,
+                    "media_type": attachment.media_type,
+                    "label": label,
+                    "for_model": attachment.for_model,
+                }
+            )
+    return _Attached(references, files)
+
+
+def trajectory_dict(
+    outcome: TrialOutcome, redactor: Redactor | None = None, attached: _Attached | None = None
+) -> dict[str, Any]:
     """The trajectory document; each text stored once and capped, secrets redacted (module docstring)."""
     episode = outcome.episode
+    references = (attached or _attached(episode, redactor)).references
     tool_messages = {
         message.tool_call_id: (position, message.content)
         for position, message in enumerate(episode.messages)
@@ -232,7 +278,9 @@ def trajectory_dict(outcome: TrialOutcome, redactor: Redactor | None = None) -> 
         "error": episode.error,
         "grading_error": outcome.grading_error,
         "lost_attempts": [{"trial_id": lost.trial_id, "error": lost.error} for lost in outcome.lost_attempts],
-        "messages": [_message(message) for message in episode.messages],
+        "messages": [
+            _message(message, references.get(position)) for position, message in enumerate(episode.messages)
+        ],
         "tool_calls": [
             {
                 "call_id": call.call_id,
@@ -325,13 +373,15 @@ def render_trial(
     """The trial's documents, and its files to write; unfinished (infrastructure ended it): no grade.yaml.
     ``redactor`` clears the secrets the host knows from every document."""
     directory = trial_dir(output, outcome.task_id, outcome.trial_index)
-    trajectory = trajectory_dict(outcome, redactor)
+    attached = _attached(outcome.episode, redactor)
+    trajectory = trajectory_dict(outcome, redactor, attached)
     metrics = metrics_dict(outcome)
     if redactor:
         metrics = redactor.value(metrics)
-    documents: list[tuple[str, dict[str, Any] | str]] = [
+    documents: list[tuple[str, dict[str, Any] | str | bytes]] = [
         ("trajectory.yaml", trajectory),
         ("metrics.yaml", metrics),
+        *attached.files,  # images, as the call produced them: nothing in them is redacted or cut
     ]
     key = (outcome.task_id, outcome.trial_index)
     if not finished:

@@ -43,10 +43,11 @@ def dump_yaml(data: dict[str, Any] | list[Any]) -> str:
 @dataclass(frozen=True)
 class TrialFiles:
     """One trial's files, in the order they are written (grade.yaml, when there is one, last): each a
-    document written as YAML, or a text written as it is. Picklable: another process may write them."""
+    document written as YAML, a text written as it is, or bytes (an attachment, ``attachments/<name>``)
+    written as they are. Picklable: another process may write them."""
 
     directory: Path
-    documents: tuple[tuple[str, dict[str, Any] | str], ...]
+    documents: tuple[tuple[str, dict[str, Any] | str | bytes], ...]
     finished: bool
     task_id: str = ""
     trial_index: int = 0

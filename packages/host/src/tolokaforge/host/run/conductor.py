@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tolokaforge.contracts.runner import JudgeStatus
@@ -65,12 +66,15 @@ async def run_trial(
     *,
     first_attempt: int = 0,
     slot: TrialSlot | None = None,
+    on_episode: Callable[[Episode], None] | None = None,
 ) -> TrialOutcome:
     """Run attempts ``first_attempt`` .. ``max_attempts - 1`` until one is not lost.
 
     ``first_attempt`` > 0 continues a trial whose earlier attempts were lost elsewhere (a Ray worker that
     died): the attempt ids stay unique and the budget stays ``max_attempts`` in all. With ``slot`` (held
-    for its episode), each attempt's grading and cleanup run on a grading slot (slots.py).
+    for its episode), each attempt's grading and cleanup run on a grading slot (slots.py). ``on_episode``
+    hears each attempt's episode as it ends, before it is graded (the RL environment ends its last step
+    there, tolokaforge.env).
     """
     if not 0 <= first_attempt < settings.max_attempts:
         raise ValueError(f"first_attempt {first_attempt} is outside 0..{settings.max_attempts - 1}")
@@ -91,7 +95,7 @@ async def run_trial(
             judge_model=settings.judge_model,
         )
         outcome = await _attempt(
-            runner, loaded, trial_index, spec.trial_id, agents, users, settings, spec, slot
+            runner, loaded, trial_index, spec.trial_id, agents, users, settings, spec, slot, on_episode
         )
         usage.add(outcome.episode.usage)
         if outcome.termination != TerminationReason.TRIAL_LOST:
@@ -122,6 +126,7 @@ async def _attempt(
     settings: TrialSettings,
     spec: TrialSpec,
     slot: TrialSlot | None,
+    on_episode: Callable[[Episode], None] | None = None,
 ) -> TrialOutcome:
     task = loaded.task
     outcome = TrialOutcome(task.task_id, trial_index, trial_id, Episode())
@@ -146,6 +151,8 @@ async def _attempt(
         except HostError as error:  # e.g. an llm user asked for where no model is configured
             outcome.episode.termination, outcome.episode.error = TerminationReason.ERROR, str(error)
         outcome.infrastructure_error = outcome.episode.infrastructure_error
+        if on_episode is not None:
+            on_episode(outcome.episode)
         if slot is not None:
             await slot.to_grading()  # the next trial's episode starts while this one is graded
         if outcome.termination in GRADEABLE_TERMINATION_REASONS:

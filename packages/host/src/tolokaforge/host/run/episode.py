@@ -9,7 +9,9 @@ The loop owns what the protocol asks of the engine:
 * the status table: SUCCESS / ERROR / TIMEOUT / INVALID_ARGUMENTS / TOOL_NOT_FOUND go back to the caller
   as the tool's answer (the runner's typed message, never a traceback: that stays in the call's
   ``error_details``) and the episode goes on; TRIAL_NOT_FOUND ends it ``trial_lost``;
-* the turn budget: ``max_turns`` assistant turns, then ``max_turns``.
+* the turn budget: ``max_turns`` assistant turns, then ``max_turns``;
+* a result's attachments (a screenshot) ride on its tool message (``AttachedToolMessage``), whatever
+  its status: the agent shows the model those meant for it, the trial's files keep them all.
 
 A task with ``conversation`` rules (:class:`~tolokaforge.core.models.ConversationRules`) runs instead as
 τ²-bench's orchestrator runs it: an opening line, stop markers, a step and an error budget, unknown tools
@@ -48,7 +50,7 @@ from tolokaforge.core.transcript import (
 from ..agents.base import Agent
 from ..errors import AgentError
 from ..results.outcome import CallRecord, Episode
-from ..turns import ProposedCall
+from ..turns import AttachedToolMessage, ProposedCall
 from ..users.base import UserSimulator
 
 __all__ = ["CallIds", "run_episode", "tool_error_text"]
@@ -174,7 +176,10 @@ class _Loop:
                     text = _unknown_tool_text(raw.name, executor, self.trial)
                 else:
                     text = tool_error_text(result)
-            results.append(ToolMessage(content=text, tool_call_id=call.id))
+            if result.attachments:  # a screenshot: the model may see it, the trial's files keep it
+                results.append(AttachedToolMessage(text, call.id, result.attachments))
+            else:
+                results.append(ToolMessage(content=text, tool_call_id=call.id))
             if status == ExecutionStatus.TOOL_NOT_FOUND and fail_unknown:
                 self.episode.error = f"tool {call.name!r} is not registered for {executor}: {error}"
                 return calls[: len(results)], results, False

@@ -48,6 +48,7 @@ from tolokaforge.core.credentials import authorize_channel
 from tolokaforge.core.models import TrialSpec
 from tolokaforge.core.retry import Backoff, RetryPolicy, retry_async
 from tolokaforge.core.runner_api import (
+    Attachment,
     CallFailure,
     GradeRequest,
     GradeResult,
@@ -382,6 +383,10 @@ def _tool_result(response: ExecuteToolResponse) -> ToolResult:
         latency_s=metrics.latency_seconds if metrics is not None else 0.0,
         exit_code=metrics.exit_code if metrics is not None else 0,
         state_mutations=metrics.state_mutations if metrics is not None else 0,
+        attachments=tuple(
+            Attachment(item.media_type, item.data, item.label, item.for_model)
+            for item in response.attachments
+        ),
     )
 
 

@@ -8,7 +8,7 @@ request's, else the tool's declared one, else the trial default, never more than
 kernel's reactions (reactions.py). The same rule holds for it: after a call that succeeded, a
 syncing server's tables are committed, or the mirror is reloaded when the server moved the store's
 version; after every attempt that failed, timed out or crashed, the store (and a syncing server) is
-put back to the state before the call (:func:`_restore`). Every outcome is one of the
+put back to the state before the call (:func:`~.undo.restore`). Every outcome is one of the
 ExecutionStatus values with a classified ToolError, and the record says how many attempts it took.
 
 A python tool may answer an error itself (it returns a ReportedError): that call's changes are
@@ -16,6 +16,10 @@ committed as a success's, and it answers ERROR / execution_failed with the tool'
 ``reported`` so the host shows exactly ``"Error: " + message``. A tool whose description says
 ``validate_arguments: false`` gets any JSON object unchecked. A hidden tool is found only by the
 runner's own callers: a call ``offered_only`` (ExecuteTool from the host) does not see it.
+
+The ``browser`` tool (web tasks) is served by the runner itself (browser_calls.py): its site
+requests run the task's hidden site tool the python way, each committed as it returns; a browser
+call past its budget has those changes undone as a remote tool's are.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any, Literal, cast
 
 from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.contracts.tool import ToolErrorCategory
+from tolokaforge.core.runner_api import Attachment
 from tolokaforge.core.transcript.recorded import RecordedToolCall
 from tolokaforge.db import DBServiceError, StoreUnreachableError, VersionConflictError
 
@@ -39,13 +44,15 @@ from ..process.confinement import Confinement
 from ..process.sandbox import LIMIT_NAMES, Limits
 from ..state.mirror import SetAside
 from ..tools import Tool
-from ..tools.python_tools import WorkerTool
+from ..tools.python_tools import Finished, WorkerTool
 from ..tools.reactions import KeyedLocks, RemoteOutcome, run_remote
 from ..tools.remote import CallInfo, RemoteTool, ToolSourceSession
 from ..tools.state_sync import StateSyncing, changes_to
 from ..trials.context import TrialContext
+from .browser_calls import BrowserAnswer, BrowserCalls, BrowserTool
 from .isolated import IsolatedRunner
 from .trusted import ThreadRunner
+from .undo import RollbackFailed, infrastructure_failure, restore
 
 __all__ = ["MAX_BUDGET_S", "CallOutcome", "Isolation", "ToolExecutor"]
 
@@ -79,6 +86,8 @@ class CallOutcome:
     """A process-backed operation's exit code."""
     reported: bool = False
     """The failure is the tool's own error answer (a ReportedError): the call's changes were committed."""
+    attachments: tuple[Attachment, ...] = ()
+    """Files the call produced beside its text (a browser call's screenshot)."""
 
 
 class ToolExecutor:
@@ -106,13 +115,16 @@ class ToolExecutor:
         # Sized well above the core count: threads mostly wait (I/O, sleeps). Only trusted mode uses them.
         self.threads = ThreadRunner(max_workers) if isolation == "thread" else None
         self._conflict_locks = KeyedLocks()
+        # Confined wherever tools are: a sandboxed runner never runs an unconfined browser.
+        self.browser = BrowserCalls(self._run_site, confined=isolation == "sandbox")
 
     def shutdown(self) -> None:
         if self.threads is not None:
             self.threads.shutdown()
 
     async def close(self) -> None:
-        """Stop the zygotes and the thread pool (runner shutdown, after every trial was released)."""
+        """Stop the browser, the zygotes and the thread pool (runner shutdown, after every trial was released)."""
+        await self.browser.close()
         await self.isolated.close()
         self.shutdown()
         self.confinement.close()
@@ -122,22 +134,27 @@ class ToolExecutor:
         await self.isolated.prepare(trial)
 
     async def release(self, trial: TrialContext) -> None:
-        """Stop whatever runs a trial's python tools (CleanupTrial, runner shutdown)."""
+        """Stop whatever runs a trial's tools: its browser page, its workers (CleanupTrial, runner shutdown)."""
+        await self.browser.release(trial)
         await self.isolated.release(trial)
 
     async def health(self) -> tuple[bool, list[str]]:
-        """(healthy, what holds): the isolation mode and, for workers, each limit as the kernel granted it."""
+        """(healthy, what holds): the isolation mode and, for workers, each limit as the kernel granted it;
+        once a web task started it, what the browser is and how it is confined."""
+        browser = [f"browser:{name}={value}" for name, value in sorted(self.browser.report().items())]
         if self.threads is not None:
             abandoned = self.threads.pool.abandoned
             adapters = ["isolation:thread"] + ([f"abandoned_tool_threads:{abandoned}"] if abandoned else [])
-            return abandoned == 0, adapters
+            return abandoned == 0, adapters + browser
         report = await self.isolated.report()
         # What the sandbox is made of here, then what a worker got: its limits, and (sandboxed) its
         # uid and Landlock domain as the worker itself found them.
         layers = {**self.confinement.report, **{k: v for k, v in report.items() if k not in LIMIT_NAMES}}
         return True, [f"isolation:{self.confinement.level}"] + [
             f"sandbox:{name}={value}" for name, value in sorted(layers.items())
-        ] + [f"limit:{name}={value}" for name, value in sorted(report.items()) if name in LIMIT_NAMES]
+        ] + [
+            f"limit:{name}={value}" for name, value in sorted(report.items()) if name in LIMIT_NAMES
+        ] + browser
 
     async def call(
         self,
@@ -193,20 +210,23 @@ class ToolExecutor:
             if isinstance(tool, RemoteTool):
                 outcome = await self._run_remote(trial, tool, arguments, call_id, budget, started)
             else:
-                if isinstance(tool, WorkerTool):
-                    run = self.isolated.run(trial, tool, arguments, budget, self._commit_parsed)
+                attachments: tuple[Attachment, ...] = ()
+                if isinstance(tool, BrowserTool):
+                    answer = await self._run_browser(trial, tool, arguments, budget, record=record)
+                    output, reported, mutations = answer.output, answer.reported, answer.mutations
+                    attachments = answer.attachments
                 else:
-                    assert self.threads is not None, "an in-process tool outside trusted mode"
-                    run = self.threads.run(trial, tool, arguments, budget, self._commit)
-                finished = await run
-                mutations = sum(len(change["operations"]) for change in finished.changes)
-                if finished.reported is None:
+                    finished = await self._run_python(trial, tool, arguments, budget)
+                    output, reported = finished.output, finished.reported
+                    mutations = sum(len(change["operations"]) for change in finished.changes)
+                if reported is None:
                     outcome = CallOutcome(
                         ExecutionStatus.SUCCESS,
-                        finished.output,
+                        output,
                         None,
                         time.perf_counter() - started,
                         mutations,
+                        attachments=attachments,
                     )
                 else:  # the tool's own error answer: committed above like a success, answered as an error
                     outcome = CallOutcome(
@@ -215,12 +235,13 @@ class ToolExecutor:
                         ToolFailure(
                             ExecutionStatus.ERROR,
                             ToolErrorCategory.EXECUTION_FAILED,
-                            finished.reported,
+                            reported,
                             details={"tool": tool.description.name},
                         ),
                         time.perf_counter() - started,
                         mutations,
                         reported=True,
+                        attachments=attachments,
                     )
         except ToolFailure as failure:
             code = failure.details.get("exit_code")  # a worker that died: its exit code or -signal
@@ -252,6 +273,43 @@ class ToolExecutor:
             )
         return outcome
 
+    async def _run_python(
+        self, trial: TrialContext, tool: Tool, arguments: Mapping[str, Any], budget: float
+    ) -> Finished:
+        """A python tool: in the trial's worker (isolated) or on a thread (trusted), its changes committed."""
+        if isinstance(tool, WorkerTool):
+            return await self.isolated.run(trial, tool, arguments, budget, self._commit_parsed)
+        assert self.threads is not None, "an in-process tool outside trusted mode"
+        return await self.threads.run(trial, tool, arguments, budget, self._commit)
+
+    async def _run_site(self, trial: TrialContext, tool: Tool, arguments: Mapping[str, Any]) -> Finished:
+        """One site request of a browser call: the site tool within its own budget."""
+        return await self._run_python(trial, tool, arguments, self._budget(trial, tool, 0.0))
+
+    async def _run_browser(
+        self,
+        trial: TrialContext,
+        tool: BrowserTool,
+        arguments: Mapping[str, Any],
+        budget: float,
+        *,
+        record: bool,
+    ) -> BrowserAnswer:
+        # Shared from here on, so the site's commits copy what they touch and this stays as it is.
+        before = SetAside(trial.state.mirror.share(), {}, trial.state.mirror.version, frozenset())
+        try:
+            return await self.browser.run(trial, tool, arguments, budget, record=record)
+        except ToolFailure as failure:
+            if failure.status == ExecutionStatus.TIMEOUT:  # undone as any timed-out call's changes are
+                try:
+                    await restore(trial, None, before)
+                except DBServiceError as error:
+                    trial.state.mirror.stale = True
+                    raise infrastructure_failure(
+                        error, "the timed-out call's changes could not be undone"
+                    ) from error
+            raise
+
     async def _run_remote(
         self,
         trial: TrialContext,
@@ -267,11 +325,11 @@ class ToolExecutor:
 
         async def rollback() -> None:
             try:
-                await _restore(trial, tool.source, before)
+                await restore(trial, tool.source, before)
             except DBServiceError as error:
                 trial.state.mirror.stale = True
-                raise _RollbackFailed(
-                    _infrastructure(error, "the failed call's changes could not be undone")
+                raise RollbackFailed(
+                    infrastructure_failure(error, "the failed call's changes could not be undone")
                 ) from error
 
         try:
@@ -290,7 +348,7 @@ class ToolExecutor:
                 except ToolFailure as failure:  # a reply the runner cannot keep is undone like a failure
                     await rollback()
                     result = RemoteOutcome("", failure, result.attempts)
-        except _RollbackFailed as error:
+        except RollbackFailed as error:
             result = RemoteOutcome("", error.failure, 1)
         except BaseException:
             # Cancelled mid-call: the source may have written; the store is re-read before the next call.
@@ -337,7 +395,7 @@ class ToolExecutor:
                 await trial.state.mirror.reload()
         except DBServiceError as error:
             trial.state.mirror.stale = True
-            raise _infrastructure(
+            raise infrastructure_failure(
                 error, "the tool's changes could not be read back from the store"
             ) from error
 
@@ -358,7 +416,7 @@ class ToolExecutor:
             with contextlib.suppress(DBServiceError):
                 await trial.state.mirror.refresh()
             if isinstance(error, StoreUnreachableError | VersionConflictError) or trial.state.mirror.stale:
-                raise _infrastructure(error, "the call's changes could not be stored") from error
+                raise infrastructure_failure(error, "the call's changes could not be stored") from error
             raise ToolFailure(
                 ExecutionStatus.ERROR,
                 ToolErrorCategory.UNKNOWN,
@@ -435,56 +493,9 @@ async def _refresh(trial: TrialContext) -> None:
     try:
         await trial.state.mirror.refresh()
     except DBServiceError as error:
-        raise _infrastructure(error, "the trial's state could not be re-read from the store") from error
-
-
-def _infrastructure(error: DBServiceError, what: str) -> ToolFailure:
-    """The store failed, not the tool: retryable, and marked so the host never blames the tool."""
-    unknown = isinstance(error, StoreUnreachableError) and error.outcome_unknown
-    return ToolFailure(
-        ExecutionStatus.ERROR,
-        ToolErrorCategory.UNKNOWN,
-        f"{what}: {error.message}" + (" (the call's outcome is unknown)" if unknown else ""),
-        retryable=True,
-        # The wire's mark (docs/protocol/runner.md); in this process the flag is the signal.
-        details={"infrastructure": "state_store", "outcome_unknown": unknown, "store_error": error.to_body()},
-        infrastructure=True,
-    )
-
-
-class _RollbackFailed(Exception):
-    """Undoing a failed call failed (the store is unreachable): the call ends as an infrastructure failure."""
-
-    def __init__(self, failure: ToolFailure) -> None:
-        super().__init__(failure.message)
-        self.failure = failure
-
-
-async def _restore(trial: TrialContext, source: ToolSourceSession, before: SetAside) -> None:
-    """Put the trial back to ``before`` (its state when the call began): store, mirror and a syncing server.
-
-    Nothing is written when the store did not move (a python-like failure); otherwise the batch that
-    turns the store's tables back into ``before``'s is committed, so the hashes equal the pre-call
-    ones (the version moves on: versions are never reused). One version read on every failure; the
-    state's size is paid only when the failed call wrote.
-    """
-    mirror, client = trial.state.mirror, trial.state.mirror.client
-    moved = (await client.get_hashes(trial.trial_id)).version
-    if moved != before.version:
-        state = await client.get_state(trial.trial_id)
-        changes = changes_to(state.tables, before.tables)
-        version = (
-            await client.patch(trial.trial_id, changes, expected_version=state.version)
-            if changes
-            else state.version
-        )
-        mirror.put_back(before, version)
-    if isinstance(source, StateSyncing) and source.syncs_state and source.running:
-        # Its own tables may hold what the failed call did. A dead server gets the trial's at restart.
-        try:
-            await source.push_state(before.tables)
-        except ToolFailure:
-            await source.recycle()
+        raise infrastructure_failure(
+            error, "the trial's state could not be re-read from the store"
+        ) from error
 
 
 def _category_name(failure: ToolFailure | None) -> str | None:

@@ -21,6 +21,7 @@ from cachetools import LRUCache
 from grpclib.const import Status
 
 from tolokaforge.contracts.runner import (
+    Attachment,
     CleanupTrialRequest,
     CleanupTrialResponse,
     ExecuteToolRequest,
@@ -269,14 +270,21 @@ def _tool_response(result: ToolResult) -> ExecuteToolResponse:
     metrics = ToolMetrics(
         latency_seconds=result.latency_s, exit_code=result.exit_code, state_mutations=result.state_mutations
     )
+    attachments = [
+        Attachment(media_type=item.media_type, data=item.data, label=item.label, for_model=item.for_model)
+        for item in result.attachments
+    ]
     failure = result.failure
     if failure is None:
-        return ExecuteToolResponse(status=result.status, output=result.output, metrics=metrics)
+        return ExecuteToolResponse(
+            status=result.status, output=result.output, metrics=metrics, attachments=attachments
+        )
     return ExecuteToolResponse(
         status=result.status,
         error_message=failure.message,
         metrics=metrics,
         reported_by_tool=result.reported_by_tool,
+        attachments=attachments,
         tool_error=ToolError(
             category=failure.category,
             message=failure.message,

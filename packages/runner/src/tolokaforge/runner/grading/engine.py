@@ -37,6 +37,7 @@ from ..errors import (
     GradingFailure,
     HashGradingFailed,
     NotGradeable,
+    NotGradeableAsAuthored,
     UnresolvableGoldenAction,
 )
 from ..trials.context import TrialContext
@@ -55,6 +56,7 @@ from .tau2_rules import evaluate_tau2_actions, evaluate_tau2_communicate
 from .terminal_tests import TerminalTestsUnavailable, run_terminal_tests
 from .trace import TRACE_GATE_FAILED, evaluate_trace_checks
 from .transcript_rules import evaluate_transcript_rules
+from .web_checks import WebChecksUnavailable, evaluate_web_checks
 
 __all__ = ["grade_trial"]
 
@@ -98,6 +100,7 @@ async def grade_trial(trial: TrialContext, request: GradeRequest, executor: Tool
     files = await _file_checks(trial, config, ledger) if "state_checks" in requested else None
     env_assertions = await _env_assertions(trial, executor, config, requested, ledger)
     terminal = await _terminal_tests(trial, config, requested, ledger)
+    web = _web_checks(trial, config, requested, ledger)
     if "state_checks" in requested:
         state_result = await _state_checks(trial, executor, config, resolved, ledger, files)
         if state_result is not None:
@@ -109,6 +112,8 @@ async def grade_trial(trial: TrialContext, request: GradeRequest, executor: Tool
         results.append(env_assertions)
     if terminal is not None:
         results.append(terminal)
+    if web is not None:
+        results.append(web)
     results += _tau2_checks(
         config,
         requested,
@@ -213,6 +218,7 @@ async def grade_trial(trial: TrialContext, request: GradeRequest, executor: Tool
             tau2_actions=scores.get("tau2_actions"),
             tau2_communicate=scores.get("tau2_communicate"),
             terminal_tests=scores.get("terminal_tests"),
+            web_checks=scores.get("web_checks"),
         ),
         reasons=" | ".join(reason.message for reason in reasons),
         reason_items=reasons,
@@ -269,6 +275,28 @@ async def _terminal_tests(
         )
     except TerminalTestsUnavailable as error:
         raise NotGradeable(trial.trial_id, error) from error
+
+
+def _web_checks(
+    trial: TrialContext, config: GradingConfig, requested: set[str], ledger: KeyLedger
+) -> ComponentResult | None:
+    """What the trial's browser saw: its web record (a golden replay's browser leaves it alone)."""
+    if config.web_checks is None:
+        return None
+    if "web_checks" not in requested:
+        _skip_unrequested(ledger, config, "web_checks")
+        return None
+    if trial.spec.task.browser is None:
+        raise NotGradeableAsAuthored(
+            trial.trial_id,
+            "web_checks reads what the trial's browser saw, but the task registers no browser "
+            "(enable `browser` in tools.agent.enabled)",
+        )
+    ledger.evaluate("web_checks")
+    try:
+        return evaluate_web_checks(config.web_checks, trial.web)
+    except WebChecksUnavailable as error:
+        raise GradingFailure(f"Trial '{trial.trial_id}' cannot grade web_checks: {error}") from error
 
 
 def _tau2_checks(

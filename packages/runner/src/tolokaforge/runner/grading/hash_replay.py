@@ -1,6 +1,7 @@
 """Hash grading: replay the golden path on fresh state and compare stable hashes.
 
-snapshot -> reset to the initial state -> replay golden actions through the trial's own tools ->
+snapshot -> reset to the initial state -> replay golden actions through the trial's own tools (golden
+``browser`` calls on a fresh page of their own) ->
 stable hash -> restore -> compare with the trial's stable hash (and diff the two states on a mismatch).
 The snapshot and the restore are kept_state.py's, so grading the same trial twice finds the store as
 it left it the first time.
@@ -16,6 +17,7 @@ from tolokaforge.contracts.runner import ExecutionStatus
 from tolokaforge.core.models import GoldenAction
 from tolokaforge.core.state_diff import diff_states
 
+from ..calls.browser_calls import browser_replay
 from ..calls.executor import ToolExecutor
 from ..errors import HashGradingFailed
 from ..tools.state_sync import push_state
@@ -69,21 +71,22 @@ async def grade_hash(
                 start = await client.reset(trial_id)
             trial.state.mirror.start_from(trial.state.start_tables, start.version)
             await push_state(trial.tools.sources, trial.state.mirror.tables)
-            for index, (name, action) in enumerate(zip(resolved, actions, strict=True)):
-                outcome = await executor.call_locked(
-                    trial,
-                    call_id=f"golden-{index}",
-                    tool_name=name,
-                    arguments_json=json.dumps(action.arguments),
-                    executor=action.executor,
-                    record=False,
-                )
-                if outcome.status == ExecutionStatus.SUCCESS or (
-                    golden_errors == "keep" and outcome.reported
-                ):
-                    continue
-                why = outcome.failure.message if outcome.failure else outcome.status.name
-                raise HashGradingFailed(f"golden action [{index}] {name} failed to replay: {why}")
+            async with browser_replay(trial):  # golden browser calls: a fresh page, not the trial's
+                for index, (name, action) in enumerate(zip(resolved, actions, strict=True)):
+                    outcome = await executor.call_locked(
+                        trial,
+                        call_id=f"golden-{index}",
+                        tool_name=name,
+                        arguments_json=json.dumps(action.arguments),
+                        executor=action.executor,
+                        record=False,
+                    )
+                    if outcome.status == ExecutionStatus.SUCCESS or (
+                        golden_errors == "keep" and outcome.reported
+                    ):
+                        continue
+                    why = outcome.failure.message if outcome.failure else outcome.status.name
+                    raise HashGradingFailed(f"golden action [{index}] {name} failed to replay: {why}")
             golden = await client.get_hashes(trial_id)
             in_step = golden.version == trial.state.mirror.version and not trial.state.mirror.stale
             golden_tables = trial.state.mirror.share() if in_step else None

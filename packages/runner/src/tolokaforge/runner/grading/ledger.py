@@ -30,6 +30,7 @@ _EVALUATORS = {
     "tau2_actions": "τ² action checks (grading/tau2_rules.py)",
     "tau2_communicate": "τ² communicate checks (grading/tau2_rules.py)",
     "terminal_tests": "the terminal verifier (grading/terminal_tests.py)",
+    "web_checks": "web checks (grading/web_checks.py)",
 }
 
 
@@ -59,6 +60,7 @@ def populated_scored_keys(config: GradingConfig) -> list[str]:
         "tau2_actions": config.tau2_actions,
         "tau2_communicate": config.tau2_communicate,
         "terminal_tests": config.terminal_tests,
+        "web_checks": config.web_checks,
     }
     keys.extend(name for name, block in blocks.items() if block is not None)
     return keys

@@ -197,6 +197,7 @@ def _result(outcome: CallOutcome) -> ToolResult:
         latency_s=outcome.latency_seconds,
         exit_code=outcome.exit_code or 0,
         state_mutations=outcome.state_mutations,
+        attachments=outcome.attachments,
     )
 
 

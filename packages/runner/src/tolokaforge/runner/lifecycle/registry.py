@@ -40,12 +40,14 @@ from tolokaforge.db import (
     VersionedState,
 )
 
+from ..calls.browser_calls import BROWSER_TOOL_NAME, browser_tool
 from ..calls.executor import ToolExecutor
 from ..calls.isolated import worker_code
 from ..errors import (
     DuplicateTrialError,
     RegistrationError,
     StateStoreError,
+    ToolLoadError,
     TrialNotFoundError,
 )
 from ..process.cgroups import TrialCgroup
@@ -68,6 +70,7 @@ from ..trials.context import (
 )
 from ..trials.golden_memo import GoldenReplay
 from ..trials.task_cache import KnownTask, TaskCache
+from ..trials.web import WebRecord
 from ..trials.workspace import seed_workspace
 from ..workers.worker import WorkerCode
 
@@ -265,6 +268,9 @@ class TrialRegistry:
         async with trial.lock:
             hashes = await self.client.reset(trial_id)
             trial.state.mirror.start_from(trial.state.initial_tables, hashes.version)
+            # The page starts over too: a fresh browser context at the next call, nothing seen yet.
+            await self.executor.browser.release(trial)
+            trial.web = WebRecord()
             # A server keeping its tables in-process gets the initial state too; the workspace its files.
             await push_state(trial.tools.sources, trial.state.mirror.tables)
             if trial.files.workspace is not None:
@@ -400,6 +406,14 @@ class TrialRegistry:
     ) -> tuple[ToolRegistry, ToolRegistry, CodeBundle | None, WorkerCode | None]:
         """The trial's tool registries, and its workspace made and seeded (blocking: run in a thread)."""
         built = self._build_registries(task, known)
+        if task.browser is not None:  # served by the runner (calls/browser_calls.py), offered like any tool
+            agent = built[0]
+            if agent.get(BROWSER_TOOL_NAME) is not None:
+                raise ToolLoadError(
+                    f"the task enables the runner's {BROWSER_TOOL_NAME!r} tool and declares an agent tool "
+                    f"named {BROWSER_TOOL_NAME!r} too; rename the pack's tool"
+                )
+            agent.add(browser_tool(task.browser))
         try:
             workspace.mkdir(parents=True)
         except FileExistsError:  # left by a runner that died before cleaning up

@@ -3,7 +3,8 @@
 * :class:`TrialState` -- its tables (the mirror of the store) and where grading's golden replay starts;
 * :class:`TrialTools` -- the tools it offers and the out-of-process sources behind some of them;
 * :class:`TrialProcesses` -- how its processes are confined, its cgroup, its tool workers;
-* :class:`TrialFiles` -- its workspace and its task's code on this runner.
+* :class:`TrialFiles` -- its workspace and its task's code on this runner;
+* :class:`TrialBrowser` -- its browser page (web tasks) and what the page's site requests did.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tolokaforge.core.models import TrialSpec
 from tolokaforge.core.transcript.recorded import RecordedToolCall
 
+from ..errors import ToolFailure
 from ..process.cgroups import TrialCgroup
 from ..process.confinement import Confinement
 from ..state.mirror import TrialMirror
@@ -24,12 +26,23 @@ from ..tools.reactions import CircuitBreaker
 from ..tools.remote import ToolSourceSession
 from ..workers.slots import TrialWorkers
 from ..workers.worker import WorkerCode
+from .web import WebRecord
 
 if TYPE_CHECKING:
+    from ..browser import BrowserSession
+    from ..browser.pages import SiteResponse
     from .golden_memo import GoldenMemo
     from .task_cache import KnownTask
 
-__all__ = ["INITIALIZED_SNAPSHOT", "TrialContext", "TrialFiles", "TrialProcesses", "TrialState", "TrialTools"]
+__all__ = [
+    "INITIALIZED_SNAPSHOT",
+    "TrialBrowser",
+    "TrialContext",
+    "TrialFiles",
+    "TrialProcesses",
+    "TrialState",
+    "TrialTools",
+]
 
 INITIALIZED_SNAPSHOT = "tolokaforge.initialized"
 """The store snapshot of a trial's state right after its initialization actions ran."""
@@ -95,6 +108,26 @@ class TrialFiles:
 
 
 @dataclass
+class TrialBrowser:
+    """One browser page of a trial (calls/browser_calls.py): opened at its first ``browser`` call.
+
+    Golden replay swaps in a fresh one for its duration. The page's requests to the task's site are
+    answered only while a call drives it (``driving``), one at a time (``site_lock``), so the site
+    changes the trial's tables only under the trial's lock.
+    """
+
+    session: BrowserSession | None = None
+    site_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    driving: bool = False
+    site_requests: set[asyncio.Future[SiteResponse]] = field(default_factory=lambda: set())
+    """Site requests being answered (each in a task of its own); a call ends once they are done."""
+    site_mutations: int = 0
+    """Table operations committed by the site during the current call."""
+    site_lost: ToolFailure | None = None
+    """An infrastructure failure (the store) met while answering a site request in the current call."""
+
+
+@dataclass
 class TrialContext:
     """Everything the runner holds for one trial. Calls on one trial run one at a time (``lock``)."""
 
@@ -107,6 +140,9 @@ class TrialContext:
     golden_memo: GoldenMemo | None = None
     """The task's golden replays, shared by its trials (None: this trial replays its own)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    web: WebRecord = field(default_factory=WebRecord)
+    """What the trial's recorded ``browser`` calls saw (web checks read it)."""
+    browser: TrialBrowser = field(default_factory=TrialBrowser)
 
     @property
     def trial_id(self) -> str:

@@ -78,6 +78,9 @@ class Zygote:
         self._dead = False
         self._held: set[str] = set()
         """The initial states (full hashes) it was asked to hold: it holds them, or failed to read them."""
+        self._sending = asyncio.Lock()
+        """One sender at a time: the loop keeps one writer callback per socket, so two senders waiting for
+        room would replace each other's wake-up and one would wait forever (seen at 256 forks in flight)."""
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
@@ -226,20 +229,21 @@ class Zygote:
 
     async def _send(self, message: bytes, fds: list[int]) -> None:
         loop = asyncio.get_running_loop()
-        while True:
-            try:
-                if fds:
-                    socket.send_fds(self._control, [message], fds)
-                else:
-                    self._control.send(message)
-                return
-            except BlockingIOError:
-                ready = loop.create_future()
-                loop.add_writer(self._control, ready.set_result, None)
+        async with self._sending:
+            while True:
                 try:
-                    await ready
-                finally:
-                    loop.remove_writer(self._control)
+                    if fds:
+                        socket.send_fds(self._control, [message], fds)
+                    else:
+                        self._control.send(message)
+                    return
+                except BlockingIOError:
+                    ready = loop.create_future()
+                    loop.add_writer(self._control, ready.set_result, None)
+                    try:
+                        await ready
+                    finally:
+                        loop.remove_writer(self._control)
 
     async def _receive(self) -> tuple[bytes, list[int]]:
         """One message and the descriptors it carries (a forked worker's pidfd)."""

@@ -1,0 +1,246 @@
+"""An OpenEnv ``Environment`` over :mod:`tolokaforge.env`, servable with OpenEnv's own HTTP/WebSocket
+server, plus the typed client a trainer drives it with.
+
+The action is one OpenAI chat assistant message; the observation is what :class:`tolokaforge.env.Env`
+observes (system prompt, tool schemas, the new messages) and, on the step that ends the episode, the
+runner's grade as ``reward`` with ``passed``, ``components`` and ``reasons`` beside it. Episodes pick
+their task at reset (``reset(task_id=..., seed=...)``; OpenEnv passes extra reset keys through).
+
+OpenEnv's server makes one environment per WebSocket session with a factory it calls from a worker
+thread, and awaits ``reset_async``/``step_async`` on its own event loop, so every instance shares the
+caller's open :class:`Environments` (one pack, one runner) and :func:`serve` runs uvicorn on the loop
+that opened it. ``close`` is called from a worker thread too: it hands the release back to that loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncGenerator, Coroutine
+from contextlib import asynccontextmanager, suppress
+from typing import Any, TypeVar
+
+import uvicorn
+from fastapi import FastAPI
+from openenv.core import EnvClient  # pyright: ignore[reportMissingTypeStubs]
+from openenv.core.client_types import StepResult  # pyright: ignore[reportMissingTypeStubs]
+from openenv.core.env_server import (  # pyright: ignore[reportMissingTypeStubs]
+    create_fastapi_app,  # pyright: ignore[reportUnknownVariableType]
+)
+from openenv.core.env_server.interfaces import Environment  # pyright: ignore[reportMissingTypeStubs]
+from openenv.core.env_server.types import Action, Observation, State  # pyright: ignore[reportMissingTypeStubs]
+from pydantic import Field
+
+from tolokaforge.env import Env, Environments
+
+__all__ = [
+    "ChatAction",
+    "ChatObservation",
+    "TolokaforgeClient",
+    "TolokaforgeEnvironment",
+    "TolokaforgeState",
+    "create_app",
+    "serve",
+]
+
+_T = TypeVar("_T")
+_releasing: set[asyncio.Task[None]] = set()
+
+
+class ChatAction(Action):
+    """One assistant message in OpenAI chat shape (``content``, ``tool_calls``)."""
+
+    message: dict[str, Any]
+
+
+class ChatObservation(Observation):
+    """The env's observation; the grade fields are set on the step that ends the episode."""
+
+    system_prompt: str = ""
+    tools: list[dict[str, Any]] = Field(default_factory=list[dict[str, Any]])
+    messages: list[dict[str, Any]] = Field(default_factory=list[dict[str, Any]])
+    termination: str | None = None
+    passed: bool | None = None
+    components: dict[str, float | None] = Field(default_factory=dict[str, float | None])
+    reasons: list[str] = Field(default_factory=list[str])
+
+
+class TolokaforgeState(State):
+    """OpenEnv's state (episode id, step count) plus the task and whether the episode ended."""
+
+    task_id: str | None = None
+    done: bool = False
+
+
+class TolokaforgeEnvironment(Environment[ChatAction, ChatObservation, TolokaforgeState]):
+    """One OpenEnv session: at most one trial at a time, released when it ends or the session closes."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(
+        self, envs: Environments, loop: asyncio.AbstractEventLoop, *, task_id: str | None = None
+    ) -> None:
+        super().__init__()
+        self._envs = envs
+        self._loop = loop
+        self._default_task = task_id
+        self._env: Env | None = None
+        self._state = TolokaforgeState()
+
+    async def reset_async(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        task_id: str | None = None,
+        **kwargs: Any,
+    ) -> ChatObservation:
+        chosen = task_id or self._default_task
+        if chosen is None:
+            raise ValueError("reset needs a task_id (no default task was given to this environment)")
+        await self._release()
+        env = self._envs.env()
+        self._env = env
+        observation = await env.reset(chosen, seed=seed or 0)
+        self._state = TolokaforgeState(episode_id=episode_id or uuid.uuid4().hex, task_id=chosen)
+        return ChatObservation(
+            system_prompt=observation.system_prompt,
+            tools=list(observation.tools),
+            messages=list(observation.messages),
+            done=observation.done,
+        )
+
+    async def step_async(
+        self, action: ChatAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> ChatObservation:
+        env = self._env
+        if env is None or self._state.done:
+            raise RuntimeError("step before reset, or after the episode ended: reset first")
+        observation, done, info = await env.step(action.message)
+        self._state.step_count += 1
+        result = ChatObservation(messages=list(observation.messages), done=done, termination=info.termination)
+        if done:
+            self._state.done = True
+            reward = await env.reward()
+            result.reward = reward.value
+            result.passed = reward.passed
+            result.components = dict(reward.components)
+            result.reasons = list(reward.reasons)
+            await self._release()
+        return result
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ChatObservation:
+        return self._on_loop(self.reset_async(seed, episode_id, **kwargs))
+
+    def step(self, action: ChatAction, timeout_s: float | None = None, **kwargs: Any) -> ChatObservation:
+        return self._on_loop(self.step_async(action, timeout_s, **kwargs))
+
+    @property
+    def state(self) -> TolokaforgeState:
+        return self._state
+
+    def close(self) -> None:
+        """Release the trial from any thread (OpenEnv closes sessions from a worker thread)."""
+        if self._env is None:
+            return
+        if _running_loop() is self._loop:
+            # OpenEnv's stateless POST /reset and /step close their throwaway instance on the loop itself.
+            task = self._loop.create_task(self._release())
+            _releasing.add(task)  # held until done: the loop keeps only weak references to tasks
+            task.add_done_callback(_releasing.discard)
+        else:
+            asyncio.run_coroutine_threadsafe(self._release(), self._loop).result()
+
+    async def aclose(self) -> None:
+        """Release the trial from the loop that owns the environments."""
+        await self._release()
+
+    async def _release(self) -> None:
+        env, self._env = self._env, None
+        if env is not None:
+            await env.close()
+
+    def _on_loop(self, work: Coroutine[Any, Any, _T]) -> _T:
+        # The sync API is for other threads (the trials live on the loop that opened the environments).
+        if _running_loop() is self._loop:
+            work.close()
+            raise RuntimeError("called on the environments' own event loop: use reset_async/step_async")
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def create_app(envs: Environments, *, task_id: str | None = None, max_concurrent_envs: int = 64) -> FastAPI:
+    """OpenEnv's FastAPI app over ``envs``; call it on the loop that opened them."""
+    loop = asyncio.get_running_loop()
+
+    def factory() -> TolokaforgeEnvironment:
+        return TolokaforgeEnvironment(envs, loop, task_id=task_id)
+
+    return create_fastapi_app(factory, ChatAction, ChatObservation, max_concurrent_envs=max_concurrent_envs)
+
+
+@asynccontextmanager
+async def serve(
+    envs: Environments,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    task_id: str | None = None,
+    max_concurrent_envs: int = 64,
+) -> AsyncGenerator[str]:
+    """Serve ``envs`` with OpenEnv's server on this event loop; yields the base URL (port 0: a free one)."""
+    app = create_app(envs, task_id=task_id, max_concurrent_envs=max_concurrent_envs)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if task.done():
+                task.result()  # raises what stopped the server from starting
+            await asyncio.sleep(0.01)
+        bound = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://{host}:{bound}"
+    finally:
+        server.should_exit = True
+        with suppress(asyncio.CancelledError):
+            await task
+
+
+class TolokaforgeClient(EnvClient[ChatAction, ChatObservation, TolokaforgeState]):
+    """OpenEnv's WebSocket client, typed for this environment."""
+
+    async def disconnect(self) -> None:
+        """Ask the server to end the session and wait for it to close the socket: OpenEnv's server closes
+        it itself after releasing the session and fails (a logged traceback) when the client closed first."""
+        ws = self._ws
+        if ws is None:
+            return
+        with suppress(Exception):
+            await ws.send(json.dumps({"type": "close"}))
+            await asyncio.wait_for(ws.wait_closed(), timeout=self._message_timeout)
+        with suppress(Exception):
+            await ws.close()
+        self._ws = None
+
+    def _step_payload(self, action: ChatAction) -> dict[str, Any]:
+        return action.model_dump()
+
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[ChatObservation]:
+        observation = ChatObservation.model_validate(
+            {
+                **payload.get("observation", {}),
+                "reward": payload.get("reward"),
+                "done": payload.get("done", False),
+            }
+        )
+        return StepResult(
+            observation=observation, reward=payload.get("reward"), done=bool(payload.get("done"))
+        )
+
+    def _parse_state(self, payload: dict[str, Any]) -> TolokaforgeState:
+        return TolokaforgeState.model_validate(payload)

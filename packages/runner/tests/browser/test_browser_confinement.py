@@ -1,0 +1,120 @@
+"""The browser's walls: bubblewrap with no network (a real loopback server the page cannot reach),
+the wrapper's own namespace, a dead browser relaunched, and a missing one named."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import tempfile
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tolokaforge.core.models.web import BrowserSettings
+from tolokaforge.runner.browser import BrowserPool, BrowserUnavailableError, SiteRequest, SiteResponse
+from tolokaforge.runner.browser.confined import confined_command
+
+from .shop_site import ORIGIN, ShopSite
+
+
+async def test_the_page_cannot_reach_a_real_loopback_server_and_the_report_says_bwrap() -> None:
+    connections: list[str] = []
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(str(writer.get_extra_info("peername")))
+        writer.close()
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    page = f"""<title>Reach</title><p id="out">waiting</p><script>
+      try {{ new WebSocket('ws://127.0.0.1:{port}/'); }} catch (e) {{}}
+      fetch('http://127.0.0.1:{port}/').then(
+        () => {{ document.getElementById('out').textContent = 'reached'; }},
+        (e) => {{ document.getElementById('out').textContent = 'failed'; }});
+    </script>"""
+
+    async def serve(request: SiteRequest) -> SiteResponse:
+        return SiteResponse(200, {"content-type": "text/html"}, page.encode())
+
+    pool = BrowserPool()
+    try:
+        session = await pool.open_session(BrowserSettings(initial_url=f"{ORIGIN}/", sites=[ORIGIN]), serve)
+        step = await session.run([{"type": "open_web_browser"}], screenshot=False)
+        refused = set(step.refused)
+        for _ in range(100):  # the fetch's failure reaches the page's script a moment later
+            if step.snapshot.text.strip() != "waiting":
+                break
+            step = await session.run([{"type": "open_web_browser"}], screenshot=False)
+            refused |= set(step.refused)
+        assert step.snapshot.text.strip() == "failed"
+        assert refused == {f"http://127.0.0.1:{port}/", f"ws://127.0.0.1:{port}/"}
+        report = pool.report()
+        assert report["confinement"].startswith("bwrap, no network")
+        assert report["version"].split(".")[0].isdigit()
+    finally:
+        await pool.close()
+        server.close()
+    assert connections == []
+
+
+def test_the_wrapper_runs_its_program_without_network_as_nobody_in_a_private_tmp() -> None:
+    marker = Path(tempfile.mkdtemp()) / "outside"
+    marker.write_text("host file")
+    probe = f"""
+import os, socket
+try:
+    socket.create_connection(("127.0.0.1", 9), timeout=2)
+    print("network: reached")
+except OSError as error:
+    print("network:", error.strerror)
+print("interfaces:", [name for _, name in socket.if_nameindex()])
+print("uid:", os.getuid())
+print("sees host tmp:", os.path.exists({str(marker)!r}))
+try:
+    open("/usr/written", "w")
+    print("usr: writable")
+except OSError:
+    print("usr: read-only")
+"""
+    with tempfile.TemporaryDirectory() as private:
+        command = confined_command("/usr/bin/python3", Path(private))
+        done = subprocess.run([command.executable, "-c", probe], capture_output=True, timeout=60, check=False)
+    lines = done.stdout.decode().splitlines()
+    assert done.returncode == 0, done.stderr.decode()
+    # Landlock refuses the connect where it holds; under it, a network namespace with nowhere to go.
+    assert lines[0] in ("network: Permission denied", "network: Network is unreachable")
+    assert lines[1:] == [
+        "interfaces: ['lo']",
+        "uid: 65534",
+        "sees host tmp: False",
+        "usr: read-only",
+    ]
+    assert command.confinement.startswith("bwrap, no network")
+
+
+async def test_a_dead_browser_fails_its_sessions_call_and_the_next_session_gets_a_new_browser() -> None:
+    pool = BrowserPool()
+    try:
+        settings = BrowserSettings(initial_url=f"{ORIGIN}/", sites=[ORIGIN])
+        session = await pool.open_session(settings, ShopSite())
+        assert (await session.run([{"type": "open_web_browser"}], screenshot=False)).error is None
+        browsers = [p for p in psutil.Process().children(recursive=True) if p.name() == "bwrap"]
+        assert browsers
+        for browser in browsers:
+            browser.kill()
+        psutil.wait_procs(browsers, timeout=10)
+        with pytest.raises(BrowserUnavailableError, match="browser died"):
+            await session.run([{"type": "click_at", "selector": "#to-form"}], screenshot=False)
+        again = await pool.open_session(settings, ShopSite())
+        step = await again.run([{"type": "click_at", "selector": "#to-form"}], screenshot=False)
+        assert step.snapshot.url == f"{ORIGIN}/form"
+    finally:
+        await pool.close()
+
+
+async def test_a_missing_browser_is_named_with_how_to_fix_it() -> None:
+    pool = BrowserPool(executable="/nonexistent/chromium")
+    with pytest.raises(BrowserUnavailableError, match="TOLOKAFORGE_CHROMIUM"):
+        await pool.start()
+    await pool.close()

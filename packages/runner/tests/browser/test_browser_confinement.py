@@ -4,6 +4,7 @@ the wrapper's own namespace, a dead browser relaunched, and a missing one named.
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -13,7 +14,8 @@ import pytest
 
 from tolokaforge.core.models.web import BrowserSettings
 from tolokaforge.runner.browser import BrowserPool, BrowserUnavailableError, SiteRequest, SiteResponse
-from tolokaforge.runner.browser.confined import confined_command
+from tolokaforge.runner.browser.confined import BROWSER_UID, confined_command
+from tolokaforge.runner.process.confinement import SANDBOX_UID
 
 from .shop_site import ORIGIN, ShopSite
 
@@ -58,7 +60,7 @@ async def test_the_page_cannot_reach_a_real_loopback_server_and_the_report_says_
     assert connections == []
 
 
-def test_the_wrapper_runs_its_program_without_network_as_nobody_in_a_private_tmp() -> None:
+def test_the_wrapper_runs_its_program_without_network_as_the_browser_uid_in_a_private_tmp() -> None:
     marker = Path(tempfile.mkdtemp()) / "outside"
     marker.write_text("host file")
     probe = f"""
@@ -86,7 +88,7 @@ except OSError:
     assert lines[0] in ("network: Permission denied", "network: Network is unreachable")
     assert lines[1:] == [
         "interfaces: ['lo']",
-        "uid: 65534",
+        f"uid: {BROWSER_UID if os.geteuid() == 0 else SANDBOX_UID}",  # without root: a user namespace's
         "sees host tmp: False",
         "usr: read-only",
     ]
@@ -118,3 +120,37 @@ async def test_a_missing_browser_is_named_with_how_to_fix_it() -> None:
     with pytest.raises(BrowserUnavailableError, match="TOLOKAFORGE_CHROMIUM"):
         await pool.start()
     await pool.close()
+
+
+def _real_uids(process: psutil.Process) -> set[int]:
+    """The real uid of the process and of each of its threads (RLIMIT_NPROC counts threads by it)."""
+    uids: set[int] = set()
+    for task in Path(f"/proc/{process.pid}/task").iterdir():
+        with (task / "status").open() as status:
+            line = next(text for text in status if text.startswith("Uid:"))
+        uids.add(int(line.split()[1]))
+    return uids
+
+
+async def test_the_browsers_processes_and_threads_are_not_counted_against_the_tool_workers_uid() -> None:
+    pool = BrowserPool()
+    try:
+        session = await pool.open_session(
+            BrowserSettings(initial_url=f"{ORIGIN}/", sites=[ORIGIN]), ShopSite()
+        )
+        assert (await session.run([{"type": "open_web_browser"}], screenshot=False)).error is None
+        chromium = [
+            process
+            for process in psutil.Process().children(recursive=True)
+            if process.name() == "chromium" and process.status() != psutil.STATUS_ZOMBIE
+        ]
+        assert len(chromium) >= 3  # the browser, a renderer, the utility processes
+        threads = sum(process.num_threads() for process in chromium)
+        assert threads > 20  # what the workers' budget would have carried
+        # A root runner's browser has a uid of its own; without root, everything runs as the runner's.
+        expected = BROWSER_UID if os.geteuid() == 0 else os.geteuid()
+        assert {uid for process in chromium for uid in _real_uids(process)} == {expected}
+        assert expected != SANDBOX_UID
+        assert f"uid {expected}" in pool.report()["confinement"]
+    finally:
+        await pool.close()

@@ -3,9 +3,13 @@
 Playwright launches whatever ``executable_path`` names and speaks to it over the pipe on fds 3 and 4,
 so confinement is a small generated shell script that execs bubblewrap around the browser: the
 sandbox's walls are process/confinement.py's (new user, pid, ipc, uts namespaces; ``--unshare-net``;
-read-only system; a private ``/tmp`` and ``/dev``; the unprivileged uid; seccomp and Landlock where
-they hold; death with the runner), and the launcher (process/sandbox.py) takes its last steps inside.
-The browser needs no network: every request a page makes is answered by interception.
+read-only system; a private ``/tmp`` and ``/dev``; seccomp and Landlock where they hold; death with the
+runner), and the launcher (process/sandbox.py) takes its last steps inside. The browser needs no
+network: every request a page makes is answered by interception.
+
+A root runner's browser runs as :data:`BROWSER_UID`, not as the tool workers' ``nobody``: RLIMIT_NPROC
+counts every process and thread of a uid, and Chromium's hundred-odd threads would otherwise eat the
+budget the workers fork in (their zygote's fork then fails with EAGAIN under load).
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..process import sandbox
-from ..process.confinement import SECCOMP_FD, Confinement, SandboxUnavailable, View
+from ..process.confinement import SANDBOX_UID, SECCOMP_FD, Confinement, SandboxUnavailable, View
 from ..process.sandbox import Limits
 
-__all__ = ["BrowserUnavailableError", "ChromiumCommand", "confined_command", "find_chromium"]
+__all__ = ["BROWSER_UID", "BrowserUnavailableError", "ChromiumCommand", "confined_command", "find_chromium"]
+
+BROWSER_UID = SANDBOX_UID - 1
+"""The uid a root runner's confined browser runs as (owns nothing; unnamed in /etc/passwd)."""
 
 _DEBIAN_BINARY = "/usr/lib/chromium/chromium"
 """What Debian's ``/usr/bin/chromium`` shell launcher execs (after sourcing flags we set ourselves)."""
@@ -88,7 +95,8 @@ def confined_command(binary: str, private_dir: Path) -> ChromiumCommand:
                 "(apt install bubblewrap), or start the browser pool with confined=False"
             ) from None
     view = View(cwd=Path("/tmp"), read=tuple(Path(p) for p in _READ if os.path.isdir(p)))
-    inner = [sys.executable, "-I", sandbox.__file__, confinement.spec(_LIMITS, view), "--", binary]
+    spec = confinement.spec(_LIMITS, view, uid=BROWSER_UID)
+    inner = [sys.executable, "-I", sandbox.__file__, spec, "--", binary]
     launch = confinement.launch(inner, _LIMITS, view)
     argv = [str(_SECCOMP_FD) if part == SECCOMP_FD else part for part in launch.argv]
     redirect = f" {_SECCOMP_FD}<{shlex.quote(str(launch.seccomp_file))}" if launch.seccomp_file else ""
@@ -103,7 +111,7 @@ def confined_command(binary: str, private_dir: Path) -> ChromiumCommand:
         layers.append("seccomp")
     if confinement.landlock_abi:
         layers.append(f"landlock abi {confinement.landlock_abi}")
-    layers.append(f"uid {confinement.report.get('uid', '?').split()[0]}")
+    layers.append(f"uid {BROWSER_UID}" if confinement.root else f"uid {os.geteuid()} (a user namespace)")
     return ChromiumCommand(str(wrapper), binary, "; ".join(layers))
 
 

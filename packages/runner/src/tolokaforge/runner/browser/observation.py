@@ -81,7 +81,9 @@ _READ_PAGE = r"""
       found[sel] = [all.length, all.length ? (all[0].innerText || all[0].textContent || '') : ''];
     } catch (e) { found[sel] = [0, '']; }
   }
-  return { scroll: [window.scrollX, window.scrollY], url: location.href, title: document.title, text: document.body ? document.body.innerText : '', elements, found };
+  const leaving = !!window.__tfLeaving;  // set by the session's init script
+  window.__tfLeaving = false;
+  return { scroll: [window.scrollX, window.scrollY], url: location.href, title: document.title, text: document.body ? document.body.innerText : '', elements, found, leaving };
 }
 """
 
@@ -89,15 +91,21 @@ _READ_PAGE = r"""
 class PageView:
     """The page as one evaluation read it: the snapshot graders keep and the elements the model sees."""
 
-    __slots__ = ("elements", "scroll", "snapshot")
+    __slots__ = ("elements", "leaving", "scroll", "snapshot")
 
     def __init__(
-        self, snapshot: PageSnapshot, elements: Sequence[Mapping[str, Any]], scroll: tuple[float, float]
+        self,
+        snapshot: PageSnapshot,
+        elements: Sequence[Mapping[str, Any]],
+        scroll: tuple[float, float],
+        leaving: bool = False,
     ) -> None:
         self.snapshot = snapshot
         self.elements = elements
         self.scroll = scroll
         """The page's scroll offset (a screenshot's clip is in page coordinates)."""
+        self.leaving = leaving
+        """The page was about to leave when it was read (a navigation it started is still to come)."""
 
 
 async def read_page(page: Page, probes: Sequence[str]) -> PageView:
@@ -111,7 +119,8 @@ async def read_page(page: Page, probes: Sequence[str]) -> PageView:
         elements={sel: ElementProbe(int(v[0]), str(v[1])) for sel, v in found.items()},
     )
     scroll = cast("list[float]", raw["scroll"])
-    return PageView(snapshot, cast("list[dict[str, Any]]", raw["elements"]), (scroll[0], scroll[1]))
+    elements = cast("list[dict[str, Any]]", raw["elements"])
+    return PageView(snapshot, elements, (scroll[0], scroll[1]), bool(raw.get("leaving")))
 
 
 def format_page(view: PageView) -> str:

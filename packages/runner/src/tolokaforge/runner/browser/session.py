@@ -2,7 +2,8 @@
 
 Every request the page makes goes through :meth:`BrowserSession._route`: one to a declared site is
 answered by the trial's :data:`SiteHandler`, anything else is aborted and recorded. Nothing reaches a
-network. :meth:`BrowserSession.run` does a call's actions, lets the page settle, and reads it once.
+network. :meth:`BrowserSession.run` does a call's actions, lets the page settle after each (activity.py
+says when it has), and reads it once.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from playwright.async_api import Error as PlaywrightError
 from tolokaforge.core.models.web import BROWSER_ACTIONS, BrowserSettings
 
 from .actions import ActionFailed, Surface, perform
+from .activity import PageActivity
 from .confined import BrowserUnavailableError
 from .observation import PageView, format_page, read_page, take_screenshot
 from .pages import SiteHandler, SiteRequest, StepResult
@@ -37,23 +39,23 @@ __all__ = ["BrowserSession", "origin_of"]
 
 NAVIGATION_TIMEOUT_MS = 15_000
 SETTLE_LIMIT_S = 5.0
-"""The longest a call waits for the page to settle after its actions (then it reads it as it is)."""
-LEAVING_GRACE_S = 1.0
-"""How long a page that fired beforeunload may take to send its navigation request."""
+"""The longest a call waits for the page to settle after an action (then it reads it as it is)."""
+_READS = 3
+"""Reads of the page a call makes at most when the page keeps changing under them."""
 
 # Set when the page is about to leave: beforeunload fires before the navigation request is sent, and a
 # form submission is first a task the page queued (the probe lets queued tasks run before it looks).
-# Read and cleared by the settle probe: it closes the gap between an action's return and the first
-# request of the navigation it caused.
+# Read and cleared by the probe after each action: it closes the gap between the action's return and
+# the first request of the navigation it caused.
 _INIT_SCRIPT = """
 addEventListener('beforeunload', () => { window.__tfLeaving = true; }, true);
 addEventListener('submit', (e) => { if (!e.defaultPrevented) window.__tfLeaving = true; });
 """
-_SETTLE_PROBE = """async () => {
+_LEAVING_PROBE = """async () => {
   await new Promise((done) => setTimeout(done, 0));
   const leaving = !!window.__tfLeaving;
   window.__tfLeaving = false;
-  return [document.readyState, leaving];
+  return leaving;
 }"""
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -95,11 +97,10 @@ class BrowserSession:
         self._opened = True
         self._visited: list[str] = []
         self._refused: list[str] = []
-        self._in_flight = 0
-        self._navigating = False
+        self._activity = PageActivity(lambda request: request.frame is self._page.main_frame)
+        self._settles = 0
         self._stubs: set[str] = set()
         """URLs whose page load was answered by a redirect's stand-in page (not visited themselves)."""
-        self._changed = asyncio.Event()
         self._crashed = False
         self._closed = False
         self._shot: bytes | None = None
@@ -116,8 +117,10 @@ class BrowserSession:
     async def prepare(self) -> None:
         """Route every request and watch the main frame (done ahead, on the pool's spare context)."""
         self._page.on("framenavigated", self._on_navigated)
-        self._page.on("requestfailed", self._on_failed)
+        self._page.on("load", self._on_load)
         self._page.on("crash", self._on_crash)
+        self._context.on("request", self._on_request)
+        self._context.on("requestfailed", self._on_failed)
         await self._context.add_init_script(_INIT_SCRIPT)
         await self._context.route("**/*", self._route)
         # WebSockets bypass request routing; a site cannot serve one, so every one is refused. (The
@@ -158,8 +161,10 @@ class BrowserSession:
                         raise ActionFailed(
                             f"{kind!r} is not an allowed action (allowed: {', '.join(sorted(self._allowed))})"
                         )
+                    settles = self._settles
                     lines.append(await perform(self._page, action, self._surface()))
-                    await self._settle()
+                    if self._settles == settles:  # not settled by the action itself (a navigate)
+                        await self._settle(probe=True)
                 except ActionFailed as failed:
                     error = f"action {index} ({kind}) failed: {failed}"
                 except PlaywrightError as failed:
@@ -217,17 +222,24 @@ class BrowserSession:
         except PlaywrightError as failed:
             self._check_alive(failed)
             raise ActionFailed(f"{url} did not load: {str(failed).splitlines()[0]}") from None
-        await self._settle()
+        await self._settle(probe=False)
 
     async def _read(self) -> PageView:
-        # A navigation the page starts on its own (a timer, a script) can destroy the document mid-read.
-        for _ in range(3):
+        # A navigation or request the page starts on its own (a timer, a script's fetch at load) can
+        # begin while it is read, or destroy the document mid-read: the page is read again once settled.
+        for _ in range(_READS - 1):
             try:
-                self._view = await read_page(self._page, self._probes)
-                return self._view
+                view = await read_page(self._page, self._probes)
             except PlaywrightError as failed:
                 self._check_alive(failed)
-                await self._settle()
+                await self._settle(probe=True)
+                continue
+            if view.leaving:
+                self._activity.expect_leaving()
+            if self._activity.quiet:
+                self._view = view
+                return view
+            await self._settle(probe=False)
         self._view = await read_page(self._page, self._probes)
         return self._view
 
@@ -240,59 +252,43 @@ class BrowserSession:
         width, height = self._settings.viewport_width, self._settings.viewport_height
         self._shot = await take_screenshot(self._cdp, width, height, view.scroll)
 
-    async def _settle(self) -> None:
-        """Wait until no navigation is under way, the document is parsed, and no site request is open."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + SETTLE_LIMIT_S
-        expecting = False  # the page said it is leaving; its navigation request has not come yet
-        while True:
-            self._changed.clear()
+    async def _settle(self, *, probe: bool) -> None:
+        """Wait until the page is settled (activity.py); ``probe``: first ask it whether it is leaving."""
+        self._settles += 1
+        if probe:
             try:
-                ready, leaving = await self._page.evaluate(_SETTLE_PROBE)
+                if await self._page.evaluate(_LEAVING_PROBE):
+                    self._activity.expect_leaving()
             except PlaywrightError as failed:
-                self._check_alive(failed)
-                ready, leaving = "loading", False  # the document went away under the probe
-            expecting = (expecting or bool(leaving)) and not self._navigating
-            if not (expecting or self._navigating or self._in_flight or ready == "loading"):
-                return
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return
-            if ready == "loading" and not (expecting or self._navigating or self._in_flight):
-                with contextlib.suppress(PlaywrightError):
-                    await self._page.wait_for_load_state("domcontentloaded", timeout=remaining * 1000)
-                continue
-            wait = min(remaining, LEAVING_GRACE_S) if expecting else remaining
-            try:
-                await asyncio.wait_for(self._changed.wait(), wait)
-            except TimeoutError:
-                expecting = False  # beforeunload without a navigation (cancelled, or not ours to see)
-
-    def _bump(self) -> None:
-        self._changed.set()
+                self._check_alive(failed)  # else the document went away under the probe: events tell
+        deadline = asyncio.get_running_loop().time() + SETTLE_LIMIT_S
+        await self._activity.wait_quiet(deadline, stop=lambda: self._crashed)
 
     def _on_navigated(self, frame: Frame) -> None:
         if frame is not self._page.main_frame:
             return
-        if frame.url in self._stubs:
+        stand_in = frame.url in self._stubs
+        if stand_in:
             self._stubs.discard(frame.url)  # a redirect's stand-in: its target loads next
-        else:
-            self._navigating = False
-            if frame.url != "about:blank":
-                self._visited.append(frame.url)
-        self._bump()
+        elif frame.url != "about:blank":
+            self._visited.append(frame.url)
+        self._activity.committed(stand_in=stand_in)
+
+    def _on_load(self, page: Page) -> None:
+        self._activity.loaded()
 
     def _on_site(self, url: str) -> bool:
         return origin_of(url) in self._origins
 
+    def _on_request(self, request: Request) -> None:
+        self._activity.requested(request, on_site=self._on_site(request.url))
+
     def _on_failed(self, request: Request) -> None:
-        if request.is_navigation_request() and request.frame is self._page.main_frame:
-            self._navigating = False
-        self._bump()
+        self._activity.failed(request)
 
     def _on_crash(self, page: Page) -> None:
         self._crashed = True
-        self._bump()
+        self._activity.poke()
 
     async def _refuse_socket(self, socket: WebSocketRoute) -> None:
         self._refused.append(socket.url)
@@ -308,8 +304,7 @@ class BrowserSession:
                 await route.abort("blockedbyclient")
             return
         assert self._serve is not None  # origins are set by bind(), with the handler
-        self._in_flight += 1
-        self._bump()
+        document = False
         try:
             site_request = SiteRequest(
                 method=request.method,
@@ -326,15 +321,14 @@ class BrowserSession:
                 body = f"the site failed: {type(error).__name__}: {error}".encode()
                 answer = Answer(502, {"content-type": "text/plain; charset=utf-8"}, body)
             self._refused.extend(answer.refused)
-            if navigation and request.frame is self._page.main_frame and answer.status not in (204, 205):
-                self._navigating = True  # until the main frame commits a page (or the request fails)
-                if answer.redirect_to is not None:
-                    self._stubs.add(url)
+            main = navigation and request.frame is self._page.main_frame
+            document = main and not answer.refused and answer.status not in (204, 205)
+            if document and answer.redirect_to is not None:
+                self._stubs.add(url)
             with contextlib.suppress(PlaywrightError):
                 if answer.refused:
                     await route.abort("blockedbyclient")
                 else:
                     await route.fulfill(status=answer.status, headers=answer.headers, body=answer.body)
         finally:
-            self._in_flight -= 1
-            self._bump()
+            self._activity.answered(request, document=document)

@@ -160,7 +160,9 @@ class BrowserCalls:
             async with deadline:
                 try:
                     session = await self._session(trial, settings, page)
-                    step = await session.run(actions, screenshot=settings.screenshots or settings.vision)
+                    # A call that is not recorded (golden replay) keeps no screenshot: none is taken.
+                    shoot = record and (settings.screenshots or settings.vision)
+                    step = await session.run(actions, screenshot=shoot)
                 except BrowserUnavailableError as error:
                     await close_page(page)
                     raise _browser_lost(str(error)) from error

@@ -253,15 +253,19 @@ class Confinement:
                 with contextlib.suppress(FileNotFoundError):
                     os.chown(os.path.join(parent, name), SANDBOX_UID, SANDBOX_UID, follow_symlinks=False)
 
-    def spec(self, limits: Limits, view: View | None) -> str:
-        """The launcher's JSON argument for a child under ``view`` (process level: the limits alone)."""
+    def spec(self, limits: Limits, view: View | None, *, uid: int = SANDBOX_UID) -> str:
+        """The launcher's JSON argument for a child under ``view`` (process level: the limits alone).
+
+        ``uid``: whom the child becomes when the runner is root (the browser takes one of its own, so
+        its many threads stay out of the tool workers' RLIMIT_NPROC, which counts per uid).
+        """
         if not self.sandboxed or view is None:
             return limits.to_json()
         read = [*self._system_read, *map(str, view.read), "/proc", "/etc"]
         write = [*map(str, view.write), *(inside for _, inside in view.binds), "/tmp", "/dev"]
         return sandbox.spec_json(
             limits,
-            uid=SANDBOX_UID if self.root else None,
+            uid=uid if self.root else None,
             read=read,
             write=write,
             landlock=self.landlock_abi,

@@ -285,11 +285,20 @@ def _import_modules(root: str, package: str, modules: list[str]) -> str:
 def _unforkable(descriptors: set[str]) -> str:
     threads = os.listdir("/proc/self/task")
     if len(threads) > 1:
-        return f"importing the tools left {len(threads) - 1} thread(s) running"
+        names = sorted(_thread_name(tid) for tid in threads if tid != str(os.getpid()))
+        return f"importing the tools left {len(threads) - 1} thread(s) running ({', '.join(names)})"
     opened = _descriptors() - descriptors
     if opened:
         return f"importing the tools left descriptor(s) {sorted(opened, key=int)} open"
     return ""
+
+
+def _thread_name(tid: str) -> str:
+    try:
+        with open(f"/proc/self/task/{tid}/comm", encoding="utf-8") as comm:
+            return comm.read().strip()
+    except OSError:
+        return tid
 
 
 def _descriptors() -> set[str]:

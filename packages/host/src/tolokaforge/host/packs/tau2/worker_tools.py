@@ -94,10 +94,13 @@ def _prepare_tau2() -> None:
 
     τ² imports numpy, whose OpenBLAS starts a thread at import unless told to use one; the runner forks
     each trial's worker from a zygote that imported this module, which is safe only without threads.
+    τ² imports pandas, which imports pyarrow, whose jemalloc pool starts a background thread at its first
+    allocation unless its configuration says otherwise.
     τ² logs at import (a missing .env) and every response at DEBUG; the transcript already has them.
     """
     for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(variable, "1")
+    os.environ.setdefault("JE_ARROW_MALLOC_CONF", "background_thread:false")
     from loguru import logger
 
     logger.disable("tau2")

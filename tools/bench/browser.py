@@ -38,7 +38,7 @@ import psutil
 from playwright.async_api import Route, async_playwright
 
 from tolokaforge.core.models.web import BrowserSettings
-from tolokaforge.runner.browser import BrowserPool, SiteRequest, SiteResponse, find_chromium
+from tolokaforge.runner import BrowserPool, SiteRequest, SiteResponse, find_chromium
 
 ORIGIN = "http://shop.test"
 HOME = """<title>Shop</title><h1>Shop</h1>

@@ -6,7 +6,8 @@ arguments get (:class:`ToolLoadError`: its schema is none), public for the host'
 :class:`Limits` and the sandbox (:class:`Confinement`,
 :class:`View`, :class:`SandboxUnavailable`) say how pack code is confined (docs/isolation.md). :class:`ChildProcess` is the runner's supervised child
 process (its own process group, drained pipes, the whole tree killed on stop), public for the pytest
-plugin's provider checks.
+plugin's provider checks. :class:`BrowserPool` (with :class:`SiteRequest`, :class:`SiteResponse` and
+:func:`find_chromium`) is the browser engine behind web tasks' ``browser`` tool (docs/web-tasks.md).
 
 These names are imported on first use, not here: a tool worker imports ``tolokaforge.runner.workers``
 and must not pay for (or expose) the gRPC stack.
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from .browser import BrowserPool, SiteRequest, SiteResponse, find_chromium
     from .edge.guard import EdgeLimits
     from .edge.server import RunnerHandle, RunnerSettings, start_runner
     from .errors import ToolLoadError
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from .tools.child_process import ChildProcess
 
 __all__ = [
+    "BrowserPool",
     "ChildProcess",
     "Confinement",
     "EdgeLimits",
@@ -37,10 +40,13 @@ __all__ = [
     "RunnerHandle",
     "RunnerSettings",
     "SandboxUnavailable",
+    "SiteRequest",
+    "SiteResponse",
     "ToolLoadError",
     "View",
     "__version__",
     "compile_parameters",
+    "find_chromium",
     "start_runner",
 ]
 
@@ -74,6 +80,10 @@ def __getattr__(name: str) -> Any:
         from .errors import ToolLoadError
 
         return ToolLoadError
+    if name in ("BrowserPool", "SiteRequest", "SiteResponse", "find_chromium"):
+        from . import browser
+
+        return getattr(browser, name)
     if name == "ChildProcess":
         from .tools.child_process import ChildProcess
 

@@ -74,6 +74,17 @@ class BrowserSettings(SpecModel):
         return self
 
 
+_CHECK_KINDS = (
+    "final_url",
+    "page_contains",
+    "page_lacks",
+    "element",
+    "element_absent",
+    "visited",
+    "not_visited",
+)
+
+
 class WebCheck(SpecModel):
     """One web check: exactly one of its kinds, with an optional description naming it in the grade.
 
@@ -101,23 +112,10 @@ class WebCheck(SpecModel):
 
     @model_validator(mode="after")
     def _one_kind(self) -> WebCheck:
-        kinds = [
-            name
-            for name in (
-                "final_url",
-                "page_contains",
-                "page_lacks",
-                "element",
-                "element_absent",
-                "visited",
-                "not_visited",
-            )
-            if getattr(self, name) is not None
-        ]
+        kinds = [name for name in _CHECK_KINDS if getattr(self, name) is not None]
         if len(kinds) != 1:
             raise ValueError(
-                "a web check needs exactly one of final_url, page_contains, page_lacks, element, "
-                f"element_absent, visited, not_visited (found {', '.join(kinds) or 'none'})"
+                f"a web check needs exactly one of {', '.join(_CHECK_KINDS)} (found {', '.join(kinds) or 'none'})"
             )
         if self.element_text is not None and self.element is None:
             raise ValueError("element_text goes with element")
@@ -125,18 +123,8 @@ class WebCheck(SpecModel):
 
     @property
     def kind(self) -> str:
-        for name in (
-            "final_url",
-            "page_contains",
-            "page_lacks",
-            "element",
-            "element_absent",
-            "visited",
-            "not_visited",
-        ):
-            if getattr(self, name) is not None:
-                return name
-        raise AssertionError("validated to have one kind")
+        """The check's one kind (validated): the name of the key it sets."""
+        return next(name for name in _CHECK_KINDS if getattr(self, name) is not None)
 
     @property
     def selectors(self) -> tuple[str, ...]:

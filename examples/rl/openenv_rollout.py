@@ -1,9 +1,10 @@
 """An OpenEnv rollout loop over the retail pack, end to end, training nothing.
 
-The pack is served with OpenEnv's own server (WebSocket sessions, one environment each); the loop is
-what a trainer's actor does with OpenEnv's client: reset a task, ask the model (here a local golden model
-server, examples/rl/golden_model_server.py) for each turn, step with its message until ``done``. The
-reward on the last step is the runner's grade of the trial.
+The pack is served with OpenEnv's own server (WebSocket sessions, one environment each) behind a bearer
+token ``serve`` makes and hands back with its URL; the loop is what a trainer's actor does with OpenEnv's
+client, given that token: reset a task, ask the model (here a local golden model server,
+examples/rl/golden_model_server.py) for each turn, step with its message until ``done``. The reward on
+the last step is the runner's grade of the trial.
 
     uv run python examples/rl/openenv_rollout.py [--task ID ...] [--output DIR] [--json FILE]
 """
@@ -20,14 +21,14 @@ from golden_model_server import golden_model_server
 from openai import AsyncOpenAI
 
 from tolokaforge.env import Environments
-from tolokaforge.env.adapters.openenv_env import ChatAction, TolokaforgeClient, serve
+from tolokaforge.env.adapters.openenv_env import ChatAction, Served, TolokaforgeClient, serve
 
 RETAIL = Path(__file__).resolve().parents[1] / "packs" / "retail"
 
 
-async def episode(env_url: str, model: AsyncOpenAI, task_id: str, seed: int = 0) -> dict[str, Any]:
+async def episode(served: Served, model: AsyncOpenAI, task_id: str, seed: int = 0) -> dict[str, Any]:
     """One episode through OpenEnv's client: the model's messages in, observations and the reward out."""
-    client = TolokaforgeClient(base_url=env_url)
+    client = TolokaforgeClient(served.url, token=served.token)
     try:
         result = await client.reset(task_id=task_id, seed=seed)
         # Plain dicts: the OpenAI SDK's TypedDicts are the same shapes.
@@ -60,13 +61,13 @@ async def run(
     with golden_model_server(pack, skip_actions=skip_actions) as model_url:
         async with Environments.open(pack, output=output) as envs:
             chosen = tasks or envs.task_ids
-            async with serve(envs, max_concurrent_envs=concurrency) as env_url:
+            async with serve(envs, max_concurrent_envs=concurrency) as served:
                 model = AsyncOpenAI(base_url=model_url, api_key="local")
                 slots = asyncio.Semaphore(concurrency)
 
                 async def one(task_id: str) -> dict[str, Any]:
                     async with slots:
-                        return await episode(env_url, model, task_id)
+                        return await episode(served, model, task_id)
 
                 rows = await asyncio.gather(*(one(task_id) for task_id in chosen))
     return sorted(rows, key=lambda row: str(row["task_id"]))

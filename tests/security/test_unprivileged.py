@@ -1,9 +1,10 @@
 """The same escapes, with the runner running as an unprivileged user (as a user without root would run it).
 
-As root, this test runs ``test_escapes.py`` again in a child pytest whose every process has an
-unprivileged uid: the sandbox then rests on a user namespace instead of root's namespaces, and the
-trial cgroups on a subtree root delegated to that user (``chown``, as systemd delegates one to a
-user's session). Run directly as a non-root user, ``test_escapes.py`` is that run.
+As root, this test runs the escapes against a runner (``FILES``: a tool's, a tool server's, the fs
+provider's and the file checks') again in one child pytest whose every process has an unprivileged
+uid: the sandbox then rests on a user namespace instead of root's namespaces, and the trial cgroups on
+a subtree root delegated to that user (``chown``, as systemd delegates one to a user's session). Run
+directly as a non-root user, those files are that run.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from tolokaforge.runner.process.cgroups import detect
 
 UID = 4242
 HERE = Path(__file__).parent
+FILES = ("test_escapes.py", "test_server_escapes.py", "test_file_escapes.py")
+"""Every file here whose escapes run against a runner this process starts (the others test the control
+plane and providers started by hand, or the runner's layers, which the user's run does not change)."""
 
 
 @contextlib.contextmanager
@@ -46,7 +50,8 @@ def delegated_cgroup() -> Generator[list[str]]:
 def test_every_escape_is_contained_when_the_runner_is_unprivileged() -> None:
     if os.geteuid() != 0:
         pytest.fail(
-            "run as root, this test runs test_escapes.py as an unprivileged user; as a user, run that file"
+            "run as root, this test runs the escapes as an unprivileged user; as a user, run "
+            + ", ".join(FILES)
         )
     # The interpreter uv installed may live under /root (0700): the unprivileged user must reach it.
     for directory in {Path(sys.base_prefix), Path(sys.prefix), HERE}:
@@ -79,12 +84,13 @@ def test_every_escape_is_contained_when_the_runner_is_unprivileged() -> None:
                 sys.executable,
                 "-m",
                 "pytest",
-                str(HERE / "test_escapes.py"),
+                *(str(HERE / name) for name in FILES),
                 "-n",
                 "0",
                 "-q",
                 "-p",
                 "no:cacheprovider",
+                "-rA",  # a PASSED line per test, so each file is seen to have run
                 f"--basetemp={base / 'pytest'}",
                 f"--rootdir={HERE.parent.parent}",
             ],
@@ -99,3 +105,9 @@ def test_every_escape_is_contained_when_the_runner_is_unprivileged() -> None:
     shutil.rmtree(base, ignore_errors=True)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
     assert " passed" in done.stdout and "skipped" not in done.stdout
+    ran = {
+        line.split("::")[0].rsplit("/", 1)[-1]
+        for line in done.stdout.splitlines()
+        if line.startswith("PASSED ")
+    }
+    assert ran == set(FILES), (ran, done.stdout[-3000:])

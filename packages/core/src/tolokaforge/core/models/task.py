@@ -105,6 +105,20 @@ class ToolServer(SpecModel):
     timeout_s: float | None = Field(default=None, gt=0)
     """Budget of this server's tools that declare none; absent means the trial's default."""
 
+    @field_validator("workspace_mount")
+    @classmethod
+    def _plain_absolute(cls, mount: str | None) -> str | None:
+        # One spelling per place: the runner compares it with the paths every sandbox needs, and
+        # "/usr/..", "/./" or "//" would name the root without looking like it.
+        if mount is None or mount == "/":
+            return mount
+        parts = mount.split("/")[1:]
+        if any(part in ("", ".", "..") for part in parts) or "\0" in mount:
+            raise ValueError(
+                f"'workspace_mount' must be a plain absolute path (no '.', '..', '//' or trailing '/'): {mount!r}"
+            )
+        return mount
+
     @model_validator(mode="after")
     def _one_launcher(self) -> ToolServer:
         if (self.script is None) == (self.command is None):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import posixpath
 import shutil
 import subprocess
 import sys
@@ -241,7 +242,9 @@ class Confinement:
 
     def shadows(self, path: str) -> bool:
         """Whether a mount at ``path`` would hide what every sandbox needs (the interpreter, our sources)."""
-        return any(root == path or root.startswith(path.rstrip("/") + "/") for root in self._system_read)
+        # normpath keeps a leading "//" (POSIX leaves it to the system); here it is the root as well.
+        plain = "/" + posixpath.normpath(path).lstrip("/")
+        return any(root == plain or root.startswith(plain.rstrip("/") + "/") for root in self._system_read)
 
     def own(self, path: Path) -> None:
         """Make ``path`` (a workspace, a zygote's directory) the sandbox user's, recursively."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,16 +10,9 @@ PACKS = Path(__file__).resolve().parents[3] / "examples" / "packs"
 
 
 @pytest.fixture(scope="session", autouse=True)
-def run_key_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Runs' signing keys go to a folder of this session, not the home directory (the CLI's too)."""
-    directory = tmp_path_factory.mktemp("run-keys")
-    before = os.environ.get("TOLOKAFORGE_RUN_KEY_DIR")
-    os.environ["TOLOKAFORGE_RUN_KEY_DIR"] = str(directory)
-    yield directory
-    if before is None:
-        del os.environ["TOLOKAFORGE_RUN_KEY_DIR"]
-    else:
-        os.environ["TOLOKAFORGE_RUN_KEY_DIR"] = before
+def run_key_dir(run_key_dir: Path) -> Path:
+    """Every test here keeps runs' signing keys in the session's folder (packages/conftest.py)."""
+    return run_key_dir
 
 
 @pytest.fixture

@@ -1,12 +1,12 @@
-"""Fixtures: the example packs, broken copies of them, and a real local chat-completions server."""
+"""Fixtures: the example packs, broken copies of them, a real local chat-completions server, and real
+screenshots."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,17 +20,36 @@ PACKS = Path(__file__).resolve().parents[3] / "examples" / "packs"
 
 
 @pytest.fixture(scope="session", autouse=True)
-def run_key_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Runs' signing keys go to a folder of this session, not the home directory (run_keys.py); CLI
-    subprocesses that inherit the environment use it too."""
-    directory = tmp_path_factory.mktemp("run-keys")
-    before = os.environ.get("TOLOKAFORGE_RUN_KEY_DIR")
-    os.environ["TOLOKAFORGE_RUN_KEY_DIR"] = str(directory)
-    yield directory
-    if before is None:
-        del os.environ["TOLOKAFORGE_RUN_KEY_DIR"]
-    else:
-        os.environ["TOLOKAFORGE_RUN_KEY_DIR"] = before
+def run_key_dir(run_key_dir: Path) -> Path:
+    """Every test here keeps runs' signing keys in the session's folder (packages/conftest.py)."""
+    return run_key_dir
+
+
+Jpegs = Callable[[int], list[bytes]]
+
+
+def _jpegs(count: int) -> list[bytes]:
+    """``count`` different viewport screenshots of real pages, as JPEG (headless Chromium)."""
+    # Imported here: most tests of this package never take a screenshot.
+    from playwright.sync_api import sync_playwright
+
+    shots: list[bytes] = []
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path="/usr/bin/chromium")
+        page = browser.new_page(viewport={"width": 320, "height": 200})
+        for number in range(count):
+            page.set_content(
+                f"<body style='background:hsl({number * 90},70%,60%)'><h1>Step {number}</h1></body>"
+            )
+            shots.append(page.screenshot(type="jpeg", quality=70))
+        browser.close()
+    return shots
+
+
+@pytest.fixture(scope="session")
+def jpegs() -> Jpegs:
+    """``jpegs(count)`` -> that many different screenshots of real pages, as JPEG."""
+    return _jpegs
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 from aiohttp import web
-from playwright.sync_api import sync_playwright
 
 from tolokaforge.contracts.runner import ExecutionStatus, Grade, ToolSchema
 from tolokaforge.core.llm.anthropic import messages_body
@@ -46,28 +45,13 @@ from tolokaforge.host.turns import AttachedToolMessage
 from tolokaforge.host.users.scripted import ScriptedUser
 
 if TYPE_CHECKING:
-    from conftest import ChatServer, Replies, Responder
+    from conftest import ChatServer, Jpegs, Replies, Responder
 
 TASK = TaskDescription(task_id="web_shop_buy", system_prompt="Shop.", initial_user_message="Buy the mug.")
 
 
-def jpegs(count: int) -> list[bytes]:
-    """``count`` different viewport screenshots of real pages, as JPEG."""
-    shots: list[bytes] = []
-    with sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path="/usr/bin/chromium")
-        page = browser.new_page(viewport={"width": 320, "height": 200})
-        for number in range(count):
-            page.set_content(
-                f"<body style='background:hsl({number * 90},70%,60%)'><h1>Step {number}</h1></body>"
-            )
-            shots.append(page.screenshot(type="jpeg", quality=70))
-        browser.close()
-    return shots
-
-
 @pytest.fixture(scope="module")
-def shots() -> list[bytes]:
+def shots(jpegs: Jpegs) -> list[bytes]:
     return jpegs(3)
 
 

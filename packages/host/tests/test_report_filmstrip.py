@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
@@ -32,6 +32,9 @@ from tolokaforge.host.results.result_writer import ResultWriter
 from tolokaforge.host.results.run_keys import run_ledger, verify_run
 from tolokaforge.host.results.trial_files import trial_dir
 from tolokaforge.host.turns import AttachedToolMessage
+
+if TYPE_CHECKING:
+    from conftest import Jpegs
 
 PACKS = Path(__file__).resolve().parents[3] / "examples" / "packs"
 TASKS = ("lookup_order_tracking", "write_cancel_processing_order")
@@ -51,20 +54,6 @@ def _tolokaforge(*args: str) -> subprocess.CompletedProcess[str]:
 def _run_args(output: Path) -> list[str]:
     selected = [arg for name in TASKS for arg in ("--task", name)]
     return ["run", "--pack", str(PACKS / "retail"), "--agent", "golden", *selected, "--output", str(output)]
-
-
-def _jpegs(count: int) -> list[bytes]:
-    shots: list[bytes] = []
-    with sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path="/usr/bin/chromium")
-        page = browser.new_page(viewport={"width": 320, "height": 200})
-        for number in range(count):
-            page.set_content(
-                f"<body style='background:hsl({number * 90},70%,60%)'><h1>Step {number}</h1></body>"
-            )
-            shots.append(page.screenshot(type="jpeg", quality=70))
-        browser.close()
-    return shots
 
 
 def _browser_trial(shots: list[bytes]) -> TrialOutcome:
@@ -94,8 +83,8 @@ async def _rewrite(output: Path, outcome: TrialOutcome) -> None:
 
 
 @pytest.fixture(scope="module")
-def shots() -> list[bytes]:
-    return _jpegs(SHOTS)
+def shots(jpegs: Jpegs) -> list[bytes]:
+    return jpegs(SHOTS)
 
 
 @pytest.fixture(scope="module")

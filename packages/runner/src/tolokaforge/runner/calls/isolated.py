@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import re
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -40,6 +41,10 @@ __all__ = ["IsolatedRunner"]
 log = logging.getLogger(__name__)
 
 Commit = Callable[[TrialContext, list[dict[str, Any]]], Awaitable[None]]
+
+BASES_CAPACITY = 64
+"""Initial states kept written out for the zygotes, least recently used forgotten first (as
+trials/task_cache.py bounds its shared parts). A forgotten one is written again when a trial needs it."""
 
 _CATEGORIES = {
     "execution_failed": ToolErrorCategory.EXECUTION_FAILED,
@@ -69,8 +74,12 @@ class IsolatedRunner:
         )
         """Sandboxed, workers are forked only where Landlock keeps each to its own workspace."""
         """Workers are forked from a zygote per code (workers/zygotes.py); None: each is spawned afresh."""
-        self._bases: dict[str, asyncio.Future[WorkerBase | None]] = {}
-        """Each task's initial tables written once for the zygotes to read, by full hash."""
+        self.bases_capacity = BASES_CAPACITY
+        """How many settled entries of ``_bases`` are kept (one being written is never forgotten)."""
+        self._bases: OrderedDict[str, asyncio.Future[WorkerBase | None]] = OrderedDict()
+        """Each task's initial tables written once for the zygotes to read, by full hash, least
+        recently used first. Not cachetools' LRUCache: that would evict a state still being written,
+        and the next trial of it would write the same file alongside."""
         self._loaded: set[str] = set()
         """Codes (by _tools_key) a worker has loaded every tool of: their next trials start workers lazily."""
         self._warming: set[asyncio.Task[None]] = set()
@@ -123,7 +132,7 @@ class IsolatedRunner:
         zygotes, full_hash = self.zygotes, trial.state.initial_hash
         if zygotes is None or full_hash is None:
             return
-        known = self._bases.get(full_hash)
+        known = self._used_base(full_hash)
         if known is not None and known.done():
             base = known.result()
             if base is None or zygotes.holding(code, base):
@@ -255,7 +264,7 @@ class IsolatedRunner:
         if self.zygotes is None or trial.state.initial_hash is None:
             return None
         full_hash = trial.state.initial_hash
-        known = self._bases.get(full_hash)
+        known = self._used_base(full_hash)
         if known is None:
             known = asyncio.get_running_loop().create_future()
             self._bases[full_hash] = known
@@ -273,6 +282,8 @@ class IsolatedRunner:
                 known.set_exception(error)
                 known.exception()  # retrieved: the next launch tries again
                 raise
+            else:
+                self._forget_bases()
         shared = await asyncio.shield(known)
         if shared is None or shared.tables is trial.state.initial_tables:
             return shared
@@ -280,6 +291,20 @@ class IsolatedRunner:
         # TrialSpec is parsed anew per trial. Its own tables stand for the zygote's copy, so a worker
         # is sent only what this trial changed, not every table again.
         return WorkerBase(full_hash, trial.state.initial_tables, shared.file)
+
+    def _used_base(self, full_hash: str) -> asyncio.Future[WorkerBase | None] | None:
+        known = self._bases.get(full_hash)
+        if known is not None:
+            self._bases.move_to_end(full_hash)
+        return known
+
+    def _forget_bases(self) -> None:
+        """Past the capacity, forget the least recently used settled states. Their files stay: a zygote
+        or a fork may be about to read one, and the next write of it replaces it whole."""
+        excess = len(self._bases) - self.bases_capacity
+        if excess > 0:
+            for full_hash in [key for key, known in self._bases.items() if known.done()][:excess]:
+                del self._bases[full_hash]
 
 
 def _warmed(task: asyncio.Task[None]) -> None:

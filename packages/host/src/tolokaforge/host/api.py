@@ -204,7 +204,7 @@ async def aevaluate(
     for name, value in (("tasks", tasks), ("categories", categories)):
         if isinstance(value, str):
             raise ConfigError(f"{name} must be a list of strings, not the string {value!r}")
-    loaded = pack if isinstance(pack, Pack) else load_pack(Path(pack), split=split)
+    loaded = pack if isinstance(pack, Pack) else load_pack(Path(pack), split=split, isolation=isolation)
     if output is None:
         if resume:
             raise ConfigError("resume=True needs the output folder of the run to continue")

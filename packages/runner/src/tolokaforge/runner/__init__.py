@@ -4,7 +4,9 @@ Start one in this process with :func:`start_runner` (embedded mode, ephemeral lo
 service with the ``tolokaforge-runner`` command. :func:`compile_parameters` is the check a tool's call
 arguments get (:class:`ToolLoadError`: its schema is none), public for the host's ``validate``.
 :class:`Limits` and the sandbox (:class:`Confinement`,
-:class:`View`, :class:`SandboxUnavailable`) say how pack code is confined (docs/isolation.md). :class:`ChildProcess` is the runner's supervised child
+:class:`View`, :class:`SandboxUnavailable`) say how pack code is confined (docs/isolation.md);
+:func:`confined_launch` and :func:`scrubbed_env` start a child in it (the host's pack loader reads a
+pack's code that way). :class:`ChildProcess` is the runner's supervised child
 process (its own process group, drained pipes, the whole tree killed on stop), public for the pytest
 plugin's provider checks. :class:`BrowserPool` (with :class:`SiteRequest`, :class:`SiteResponse` and
 :func:`find_chromium`) is the browser engine behind web tasks' ``browser`` tool (docs/web-tasks.md).
@@ -26,7 +28,8 @@ if TYPE_CHECKING:
     from .errors import ToolLoadError
     from .lifecycle.local import LocalRunner
     from .process.confinement import Confinement, SandboxUnavailable, View
-    from .process.sandbox import Limits
+    from .process.sandbox import Limits, scrubbed_env
+    from .process.supervisor import confined_launch
     from .tools.base import compile_parameters
     from .tools.child_process import ChildProcess
 
@@ -46,7 +49,9 @@ __all__ = [
     "View",
     "__version__",
     "compile_parameters",
+    "confined_launch",
     "find_chromium",
+    "scrubbed_env",
     "start_runner",
 ]
 
@@ -72,6 +77,14 @@ def __getattr__(name: str) -> Any:
         from .process.sandbox import Limits
 
         return Limits
+    if name == "scrubbed_env":
+        from .process.sandbox import scrubbed_env
+
+        return scrubbed_env
+    if name == "confined_launch":
+        from .process.supervisor import confined_launch
+
+        return confined_launch
     if name == "compile_parameters":
         from .tools.base import compile_parameters
 

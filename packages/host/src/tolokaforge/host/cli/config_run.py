@@ -20,6 +20,7 @@ from ..agents.setup import AgentRecipe, LLMOptions
 from ..errors import ConfigError, PackLoadError, PackProblem
 from ..llm.generation import Generation, check_generation, parse_generation
 from ..packs import Pack, load_pack
+from ..packs.code_probe import Isolation
 from ..run.config_file import RunConfigPlan, read_run_config
 from ..run.matrix import Cell, combine_packs
 
@@ -84,7 +85,7 @@ def plan_config_run(ctx: click.Context, params: dict[str, Any], recipe_of: Recip
             f"--config {path}: models.agent names models the {agent} agent does not use; "
             "remove models.agent or run --agent llm"
         )
-    packs = _load_packs(plan)
+    packs = _load_packs(plan, params["isolation"], tuple(params["sandbox_without"]))
     names: list[str | None] = [model.name for model in plan.agent_models] or [None]
     pack, cells = combine_packs(packs, names)
     base_url: str = params["base_url"]
@@ -118,7 +119,7 @@ def plan_config_run(ctx: click.Context, params: dict[str, Any], recipe_of: Recip
     return ConfigRun(plan, pack, cells, agent, base_url, recipes)
 
 
-def _load_packs(plan: RunConfigPlan) -> list[Pack]:
+def _load_packs(plan: RunConfigPlan, isolation: Isolation, without: tuple[str, ...]) -> list[Pack]:
     """Every pack of the config, or one PackLoadError holding the problems of all of them."""
     packs: list[Pack] = []
     problems: list[PackProblem] = []
@@ -127,7 +128,9 @@ def _load_packs(plan: RunConfigPlan) -> list[Pack]:
             problems.append(PackProblem(path, f"evaluation.task_packs[{index}]", "is not a directory"))
             continue
         try:
-            packs.append(load_pack(path, tasks_glob=plan.tasks_glob))
+            packs.append(
+                load_pack(path, tasks_glob=plan.tasks_glob, isolation=isolation, sandbox_without=without)
+            )
         except PackLoadError as error:
             problems.extend(error.problems)
     if problems:

@@ -14,8 +14,9 @@ from rich.console import Console
 from rich.table import Table
 
 from ..packs import load_pack
+from ..packs.code_probe import Isolation
 from ..packs.selection import select_tasks, task_categories
-from .options import option
+from .options import isolation_option, option, without_option
 
 __all__ = ["list_command"]
 
@@ -36,11 +37,19 @@ NO_CATEGORY = "(none)"
 @option(
     "--json", "as_json", is_flag=True, help="Print one JSON object (tasks, categories) instead of tables."
 )
+@isolation_option
+@without_option
 def list_command(
-    pack_path: Path, split: str | None, task_ids: tuple[str, ...], categories: tuple[str, ...], as_json: bool
+    pack_path: Path,
+    split: str | None,
+    task_ids: tuple[str, ...],
+    categories: tuple[str, ...],
+    as_json: bool,
+    isolation: Isolation,
+    sandbox_without: tuple[str, ...],
 ) -> None:
     """List a pack's tasks (PACK: a pack folder or tau2:<domain>) with their categories."""
-    pack = load_pack(pack_path, split=split)
+    pack = load_pack(pack_path, split=split, isolation=isolation, sandbox_without=sandbox_without)
     tasks = select_tasks(pack, task_ids, categories)
     counts = task_categories(tasks)
     if as_json:

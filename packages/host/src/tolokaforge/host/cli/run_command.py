@@ -39,7 +39,7 @@ from ..run.matrix import Cell, CellAgents
 from ..run.ray import RaySettings
 from ..run.schedule import RunSettings, run_pack
 from .config_run import ConfigRun, RecipeMaker, plan_config_run
-from .options import option
+from .options import isolation_option, option, without_option
 from .report import ProgressObserver, cells_table, failures_table, summary_table, tasks_table
 
 __all__ = ["LLMOptions", "judge_model_config", "run_command"]
@@ -121,22 +121,8 @@ __all__ = ["LLMOptions", "judge_model_config", "run_command"]
     default=None,
     help="At most this many Ray workers [default: one per CPU of the cluster].",
 )
-@option(
-    "--isolation",
-    type=click.Choice(["sandbox", "process", "thread"]),
-    default="sandbox",
-    help="How the embedded runner confines pack code: in the OS sandbox (bubblewrap, seccomp, Landlock, a "
-    "cgroup per trial; docs/isolation.md), in supervised processes without it (weaker, for machines "
-    "without the sandbox), or (trusted mode, only for code you trust) on the runner's own threads.",
-)
-@option(
-    "--without",
-    "sandbox_without",
-    multiple=True,
-    type=click.Choice(["bubblewrap", "seccomp", "landlock", "cgroup"]),
-    help="Run sandboxed without this layer, which this machine lacks (repeatable); the run manifest "
-    "records it. Without it, a missing layer stops the run before it starts.",
-)
+@isolation_option
+@without_option
 @option(
     "--golden-replay",
     type=click.Choice(["task", "trial"]),
@@ -260,7 +246,12 @@ def run_command(ctx: click.Context, **params: Any) -> int:
         if params["ray_address"] is not None:
             raise ConfigError("--ray with --config is not supported: run each pack on Ray with --pack")
     else:
-        pack = load_pack(params["pack_path"], split=params["split"])
+        pack = load_pack(
+            params["pack_path"],
+            split=params["split"],
+            isolation=params["isolation"],
+            sandbox_without=params["sandbox_without"],
+        )
     output: Path | None = params["output"]
     if output is None:
         if params["resume"]:

@@ -11,8 +11,9 @@ import click
 from ..errors import PackLoadError
 from ..llm.chat import DEFAULT_BASE_URL
 from ..packs import load_pack
+from ..packs.code_probe import Isolation
 from ..run.golden_check import check_golden_paths
-from .options import option
+from .options import isolation_option, option, without_option
 from .run_command import judge_model_config
 
 __all__ = ["validate_command"]
@@ -44,10 +45,19 @@ __all__ = ["validate_command"]
     default=None,
     help="With --golden: the judge for tasks graded by an LLM judge (e.g. tolokaforge-mock-judge).",
 )
-def validate_command(pack_path: Path, split: str | None, golden: bool, judge_model: str | None) -> None:
+@isolation_option
+@without_option
+def validate_command(
+    pack_path: Path,
+    split: str | None,
+    golden: bool,
+    judge_model: str | None,
+    isolation: Isolation,
+    sandbox_without: tuple[str, ...],
+) -> None:
     """Check a pack: every file, key, referenced file and tool, all problems in one report."""
     try:
-        pack = load_pack(pack_path, split=split)
+        pack = load_pack(pack_path, split=split, isolation=isolation, sandbox_without=sandbox_without)
     except PackLoadError as error:
         for problem in error.problems:
             click.echo(str(problem))
@@ -66,7 +76,9 @@ def validate_command(pack_path: Path, split: str | None, golden: bool, judge_mod
     skipped_note = f" ({len(pack.skipped)} skipped)" if pack.skipped else ""
     if golden:
         judge = judge_model_config(judge_model, DEFAULT_BASE_URL, None) if judge_model else None
-        check = asyncio.run(check_golden_paths(pack, judge_model=judge))
+        check = asyncio.run(
+            check_golden_paths(pack, judge_model=judge, isolation=isolation, sandbox_without=sandbox_without)
+        )
         for task_id in check.without_path:
             click.echo(f"NO GOLDEN PATH {task_id}: no golden_actions and no golden_response to play")
         for task_id, reason in check.failed.items():

@@ -15,10 +15,7 @@ state lacks) are refused here, so a pack that validates grades.
 from __future__ import annotations
 
 import functools
-import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from jsonpath_ng.ext.parser import parse  # pyright: ignore[reportMissingTypeStubs]
@@ -38,6 +35,7 @@ from tolokaforge.core.models import (
     TranscriptRulesConfig,
 )
 
+from .code_probe import code_probe
 from .files import (
     CustomChecksFile,
     GradingFile,
@@ -54,13 +52,11 @@ __all__ = ["CHECKS_INTERFACE_VERSIONS", "to_grading_config"]
 
 
 CHECKS_INTERFACE_VERSIONS = ("1.0",)
-CHECKS_HARNESS = "tolokaforge.sdk.checks_runner"
 _TABLE = re.compile(
     r"^\$(?:\.(?:db|tables)|\[['\"](?:db|tables)['\"]\])"
     r"(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[['\"]([^'\"]+)['\"]\])"
 )
 """The table a path rooted at ``$.db`` (or ``$.tables``) names first, when it names one literally."""
-_IMPORT_TIMEOUT_S = 30.0
 
 
 def to_grading_config(
@@ -326,7 +322,7 @@ def _custom_checks(
     if checks_path is None:
         return None
     if block.enabled and not log.since(mark):
-        failure = _import_failure(log.root, checks_path, imports)
+        failure = code_probe().checks_failure(checks_path, imports)
         if failure is not None:
             log.add(file, f"{key}.file", f"cannot be loaded, so every grade would fail: {failure}")
     return CustomChecksConfig(
@@ -336,33 +332,6 @@ def _custom_checks(
         fail_on_error=block.fail_on_error,
         relative_imports=imports,
     )
-
-
-def _import_failure(root: Path, checks_path: str, imports: list[str]) -> str | None:
-    """Import the checks file the way the runner will (the same harness, a fresh interpreter)."""
-    base = root.resolve()
-    path = base / checks_path
-    payload = {
-        "file": str(path),
-        "search_paths": [str(path.parent), *(str(base / folder) for folder in imports)],
-        "load_only": True,
-    }
-    try:
-        done = subprocess.run(
-            [sys.executable, "-I", "-m", CHECKS_HARNESS],
-            input=json.dumps(payload),
-            capture_output=True,
-            text=True,
-            cwd=base,
-            timeout=_IMPORT_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return f"importing it took longer than {_IMPORT_TIMEOUT_S:g}s"
-    if done.returncode == 0:
-        return None
-    lines = done.stderr.strip().splitlines()
-    return lines[-1] if lines else f"the harness exited with status {done.returncode}"
 
 
 def _inside_pack(

@@ -15,6 +15,7 @@ pass reports everything wrong with a task.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,6 +28,7 @@ from ..errors import PackLoadError, PackProblem
 from .adapter_keys import check_adapter_keys
 from .browser_block import browser_schema_tool, browser_settings
 from .builtin_tools import with_shipped_code
+from .code_probe import CodeProbe, Isolation, probing
 from .files import GradingFile, PackFile, TaskFile
 from .grading import to_grading_config
 from .inline_workspace import inline_workspace_files, with_inline_files
@@ -65,12 +67,20 @@ def resolve_pack_root(path: Path) -> Path:
     return path
 
 
-def load_pack(path: Path, *, split: str | None = None, tasks_glob: str = DEFAULT_TASKS_GLOB) -> Pack:
+def load_pack(
+    path: Path,
+    *,
+    split: str | None = None,
+    tasks_glob: str = DEFAULT_TASKS_GLOB,
+    isolation: Isolation = "sandbox",
+    sandbox_without: Iterable[str] = (),
+) -> Pack:
     """Load the pack at ``path`` (or ``tau2:<domain>``); raises PackLoadError naming every problem found.
 
     ``split`` picks a τ² task split (docs/tau2.md); a pack folder has none. ``tasks_glob`` (a
     run_config.yaml's ``evaluation.tasks_glob``) finds the task files; a glob other than the default is
-    relative to the pack root, as in the public project.
+    relative to the pack root, as in the public project. ``isolation`` / ``sandbox_without``: how the
+    pack's code is confined while the loader reads what it declares (code_probe.py), as for a runner.
     """
     if is_tau2_source(path):
         return load_tau2_pack(str(path), split=split)
@@ -78,25 +88,40 @@ def load_pack(path: Path, *, split: str | None = None, tasks_glob: str = DEFAULT
         return load_terminal_pack(path)
     if split is not None:
         raise PackLoadError([PackProblem(path, "--split", "task splits exist only for tau2: packs")])
-    report = _inspect(path, _Load(resolve_pack_root(path), tasks_glob=tasks_glob))
+    load = _Load(
+        resolve_pack_root(path), tasks_glob=tasks_glob, isolation=isolation, without=tuple(sandbox_without)
+    )
+    report = _inspect(path, load)
     if report.problems:
         raise PackLoadError(report.problems)
     return report.pack
 
 
-def inspect_pack(path: Path, *, check_golden_names: bool = True) -> PackReport:
+def inspect_pack(
+    path: Path,
+    *,
+    check_golden_names: bool = True,
+    isolation: Isolation = "sandbox",
+    sandbox_without: Iterable[str] = (),
+) -> PackReport:
     """Load what loads of the pack at ``path`` and report the rest per task; never raises for content.
 
     ``check_golden_names=False`` leaves golden-action names unchecked here, for a caller that checks
-    them against the tools a runner actually registers.
+    them against the tools a runner actually registers. ``isolation`` / ``sandbox_without``: as for
+    :func:`load_pack`.
     """
     if is_tau2_source(path):
         return inspect_tau2_pack(str(path))
     if is_terminal_source(path):
         return inspect_terminal_pack(path)
-    return _inspect(
-        path, _Load(resolve_pack_root(path), per_task=True, check_golden_names=check_golden_names)
+    load = _Load(
+        resolve_pack_root(path),
+        per_task=True,
+        check_golden_names=check_golden_names,
+        isolation=isolation,
+        without=tuple(sandbox_without),
     )
+    return _inspect(path, load)
 
 
 class _Load:
@@ -109,8 +134,12 @@ class _Load:
         per_task: bool = False,
         check_golden_names: bool = True,
         tasks_glob: str = DEFAULT_TASKS_GLOB,
+        isolation: Isolation = "sandbox",
+        without: tuple[str, ...] = (),
     ) -> None:
         self.log = ProblemLog(root)
+        self.isolation: Isolation = isolation
+        self.without = without
         self.tasks_glob = tasks_glob
         self.importer = ToolImporter(self.log, per_task=per_task)
         self.services = PackServices(self.log)
@@ -126,6 +155,12 @@ class _Load:
 
 
 def _inspect(path: Path, load: _Load) -> PackReport:
+    # Whatever the load learns of the pack's code, a sandboxed child tells it (code_probe.py).
+    with probing(load.root, load.isolation, load.without) as probe:
+        return _inspect_files(path, load, probe)
+
+
+def _inspect_files(path: Path, load: _Load, probe: CodeProbe) -> PackReport:
     root, log = load.root, load.log
     if not root.is_dir():
         empty = Pack(root=root, name=root.name, version="", tasks=(), tool_code=None)
@@ -148,6 +183,8 @@ def _inspect(path: Path, load: _Load) -> PackReport:
         )
     pack_problems = list(log.problems)
     code = bundle_files(root) if task_files else None
+    if code is not None:
+        probe.attach(code)
     tasks: list[LoadedTask] = []
     broken: list[BrokenTask] = []
     seen: dict[str, Path] = {}

@@ -19,7 +19,7 @@ from .files import TaskFile
 from .problems import ProblemLog
 from .services import SERVICE_TOOLS
 from .task_parts import resolve
-from .tool_module import PackTool, ToolModuleError, import_tool_module, is_module_shaped
+from .tool_module import PackTool, ToolModuleError, describe_tool_module, is_module_shaped
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -54,7 +54,7 @@ class ToolImporter:
         module_path = self.module_path(written, folder)
         if module_path not in self._modules:
             try:
-                self._modules[module_path] = import_tool_module(self.log.root, module_path)
+                self._modules[module_path] = describe_tool_module(module_path)
             except ToolModuleError as error:
                 self._modules[module_path] = None
                 self._errors[module_path] = str(error)
@@ -168,7 +168,7 @@ def tool_servers(importer: ToolImporter, spec: TaskFile, file: Path) -> list[Too
     module_path = ".".join(relative.with_suffix("").parts)
     if agent.python is None:
         try:
-            if is_module_shaped(log.root, module_path):
+            if is_module_shaped(module_path):
                 return module_path
         except ToolModuleError as error:
             log.add(file, "tools.agent.mcp_server", str(error))

@@ -12,18 +12,17 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from tolokaforge.core.models import ToolDescription, ToolSource
-from tolokaforge.core.pack_imports import imported_in_isolation
 
 from .builtin_tools import SHIPPED_PACKAGE
+from .code_probe import ProbeError, code_probe
 from .problems import ProblemLog
 from .shipped_tools.mock_site import PUBLIC_HOSTS, SITE_FILES, site_tool_key
 from .shipped_tools.site_routes import RouteTable
 from .task_parts import resolve
-from .tool_module import mount_pack
 
 __all__ = ["SITE_TOOL", "SiteDeclaration", "binary_site_files", "read_mock_web", "site_origins", "site_tool"]
 
@@ -123,24 +122,31 @@ def _routes(log: ProblemLog, written: object, file: Path) -> str | Literal[False
     if module is None:
         log.add(file, where, f"module {written!r} not found (looked in the task's folder and the pack root)")
         return False
-    package = mount_pack(log.root)
     try:
-        imported = imported_in_isolation(f"{package}.{module}", log.root, package)
-    except Exception as error:  # the pack's import-time failure is the pack's defect, reported as such
-        log.add(file, where, f"importing {module!r} raised {type(error).__name__}: {error}")
+        declared = code_probe().routes(module)
+    except ProbeError as error:  # the pack's import-time failure is the pack's defect, reported as such
+        log.add(file, where, str(error))
         return False
-    declared = getattr(imported, "ROUTES", None)
-    if not isinstance(declared, dict) or not declared:
+    if not declared:
         log.add(
             file, where, f"module {module!r} has no ROUTES dict of 'METHOD /path' -> handler(data, request)"
         )
         return False
+    for row in declared:
+        if not row["text"]:
+            log.add(file, where, f"ROUTES of {module!r}: a key is 'METHOD /path', not {row['key']}")
+            return False
     try:
-        RouteTable(cast(dict[object, object], declared))
+        # The keys checked as the trial's worker will parse them; handlers stand in by whether they are callable.
+        RouteTable({row["key"]: _stand_in if row["callable"] else None for row in declared})
     except ValueError as error:
         log.add(file, where, f"ROUTES of {module!r}: {error}")
         return False
     return module
+
+
+def _stand_in(data: object, request: object) -> None:
+    """A route's handler as the loader sees it: only the pack's worker calls the real one."""
 
 
 def _module_path(root: Path, written: str, folder: Path) -> str | None:

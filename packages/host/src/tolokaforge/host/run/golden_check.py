@@ -12,6 +12,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from tolokaforge.core.models import JudgeModelConfig
 
@@ -34,7 +35,12 @@ class GoldenCheck:
 
 
 async def check_golden_paths(
-    pack: Pack, *, judge_model: JudgeModelConfig | None = None, concurrency: int = 2
+    pack: Pack,
+    *,
+    judge_model: JudgeModelConfig | None = None,
+    concurrency: int = 2,
+    isolation: Literal["sandbox", "process", "thread"] = "sandbox",
+    sandbox_without: tuple[str, ...] = (),
 ) -> GoldenCheck:
     check = GoldenCheck()
     playable: list[str] = []
@@ -56,6 +62,8 @@ async def check_golden_paths(
             task_ids=tuple(playable),
             judge_model=judge_model,
             max_attempts=1,
+            isolation=isolation,
+            sandbox_without=sandbox_without,
         )
         async with llm_session(concurrency) as session:
             agents, users = recipe.build(session)

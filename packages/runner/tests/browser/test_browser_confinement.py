@@ -1,5 +1,5 @@
 """The browser's walls: bubblewrap with no network (a real loopback server the page cannot reach),
-the wrapper's own namespace, a dead browser relaunched, and a missing one named."""
+the wrapper's own namespace, a dead browser relaunched, a missing one named, and which binary is found."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from tolokaforge.core.models.web import BrowserSettings
 from tolokaforge.runner.browser import BrowserPool, BrowserUnavailableError, SiteRequest, SiteResponse
-from tolokaforge.runner.browser.confined import BROWSER_UID, confined_command
+from tolokaforge.runner.browser.confined import BROWSER_UID, confined_command, find_chromium
 from tolokaforge.runner.process.confinement import SANDBOX_UID
 
 from .shop_site import ORIGIN, ShopSite
@@ -80,7 +80,8 @@ except OSError:
     print("usr: read-only")
 """
     with tempfile.TemporaryDirectory() as private:
-        command = confined_command("/usr/bin/python3", Path(private))
+        command, group = confined_command("/usr/bin/python3", Path(private), memory_bytes=1 << 30)
+        assert group is None  # its own detection leaves the cgroup to a runner's tree
         done = subprocess.run([command.executable, "-c", probe], capture_output=True, timeout=60, check=False)
     lines = done.stdout.decode().splitlines()
     assert done.returncode == 0, done.stderr.decode()
@@ -122,6 +123,25 @@ async def test_a_missing_browser_is_named_with_how_to_fix_it() -> None:
     await pool.close()
 
 
+def test_the_headless_shell_is_preferred_and_each_debian_launcher_runs_its_own_binary(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("TOLOKAFORGE_CHROMIUM", raising=False)
+    shell, chromium = "/usr/lib/chromium/chromium-headless-shell", "/usr/lib/chromium/chromium"
+    assert find_chromium() == shell  # .ci/run installs both
+    assert find_chromium("chromium-headless-shell") == shell  # its /usr/bin script, not chromium's binary
+    assert find_chromium("chromium") == chromium
+    monkeypatch.setenv("TOLOKAFORGE_CHROMIUM", "chromium")
+    assert find_chromium() == chromium
+    monkeypatch.delenv("TOLOKAFORGE_CHROMIUM")
+    (tmp_path / "chromium").symlink_to("/usr/bin/chromium")  # a PATH without the shell: chromium
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert find_chromium() == chromium
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(BrowserUnavailableError, match="chromium-headless-shell or chromium on PATH"):
+        find_chromium()
+
+
 def _real_uids(process: psutil.Process) -> set[int]:
     """The real uid of the process and of each of its threads (RLIMIT_NPROC counts threads by it)."""
     uids: set[int] = set()
@@ -139,10 +159,11 @@ async def test_the_browsers_processes_and_threads_are_not_counted_against_the_to
             BrowserSettings(initial_url=f"{ORIGIN}/", sites=[ORIGIN]), ShopSite()
         )
         assert (await session.run([{"type": "open_web_browser"}], screenshot=False)).error is None
+        binary = Path(pool.report()["executable"]).name  # chromium-headless-shell where installed
         chromium = [
             process
             for process in psutil.Process().children(recursive=True)
-            if process.name() == "chromium" and process.status() != psutil.STATUS_ZOMBIE
+            if process.name() == binary and process.status() != psutil.STATUS_ZOMBIE
         ]
         assert len(chromium) >= 3  # the browser, a renderer, the utility processes
         threads = sum(process.num_threads() for process in chromium)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .pages import ElementProbe, PageSnapshot, SiteHandler, SiteRequest, SiteResponse, StepResult
 
 if TYPE_CHECKING:
-    from .confined import BrowserUnavailableError, find_chromium
+    from .confined import BrowserUnavailableError, PageCrashed, find_chromium
     from .pool import BrowserPool
     from .session import BrowserSession
 
@@ -21,6 +21,7 @@ __all__ = [
     "BrowserSession",
     "BrowserUnavailableError",
     "ElementProbe",
+    "PageCrashed",
     "PageSnapshot",
     "SiteHandler",
     "SiteRequest",
@@ -31,6 +32,7 @@ __all__ = [
 
 _LAZY = {
     "BrowserUnavailableError": "confined",
+    "PageCrashed": "confined",
     "find_chromium": "confined",
     "BrowserPool": "pool",
     "BrowserSession": "session",

@@ -103,7 +103,10 @@ class PageActivity:
             only_leaving = self._leaving and not (self._navigations or self._redirecting or self._open)
             wait = min(remaining, LEAVING_GRACE_S) if only_leaving and self._loaded else remaining
             try:
-                await asyncio.wait_for(self._changed.wait(), wait)
+                # Not asyncio.wait_for: on Python 3.11 it swallows a cancellation (the call's budget)
+                # that lands in the same loop turn as the event, and a busy page sets it every turn.
+                async with asyncio.timeout(wait):
+                    await self._changed.wait()
             except TimeoutError:
                 if only_leaving:
                     self._leaving = False  # beforeunload without a navigation (cancelled, or a new window's)

@@ -21,7 +21,10 @@ from playwright.async_api import Error as PlaywrightError
 
 from tolokaforge.core.models.web import BrowserSettings
 
+from ..process.cgroups import TrialCgroup
+from ..process.confinement import Confinement
 from .confined import (
+    BROWSERS,
     BrowserUnavailableError,
     ChromiumCommand,
     confined_command,
@@ -41,6 +44,10 @@ _ARGS = (
     "--disable-component-update",
     "--no-first-run",
 )
+BROWSER_MEMORY_BYTES = 4 << 30
+"""The memory of the browser's processes together, where cgroups hold: what one trial's worker may use.
+Past it the kernel kills the largest of them -- the renderer of the page that grew -- and that trial's
+call fails; the browser and the other trials' pages go on."""
 _SPARE_VIEWPORT = (1440, 900)
 """BrowserSettings' default viewport; a session that wants another resizes the spare's page."""
 
@@ -48,9 +55,22 @@ _SPARE_VIEWPORT = (1440, 900)
 class BrowserPool:
     """One per runner process: one warm Chromium, one fresh context per trial."""
 
-    def __init__(self, *, executable: str | None = None, confined: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        executable: str | None = None,
+        confined: bool = True,
+        confinement: Confinement | None = None,
+        memory_bytes: int = BROWSER_MEMORY_BYTES,
+    ) -> None:
+        """``confined``: inside bubblewrap, with ``confinement``'s layers (the runner's; None: every
+        layer this machine has, a missing one refused) and, where it has cgroups, a cgroup of
+        ``memory_bytes`` around the browser's processes."""
         self._executable = executable
         self._confined = confined
+        self._confinement = confinement
+        self._memory_bytes = memory_bytes
+        self._cgroup: TrialCgroup | None = None
         self._lock = asyncio.Lock()
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
@@ -91,11 +111,12 @@ class BrowserPool:
         return session
 
     def report(self) -> dict[str, str]:
-        """For the runner's HealthCheck: the browser's binary, version and confinement."""
+        """For the runner's HealthCheck: the browser's binary (the first of :data:`BROWSERS` installed,
+        unless one was named), version and confinement."""
         if self._command is not None:
             executable, confinement = self._command.binary, self._command.confinement
         else:
-            executable = self._executable or "chromium (not started)"
+            executable = self._executable or f"{' or '.join(BROWSERS)} (not started)"
             confinement = "bwrap, no network" if self._confined else "none"
         return {
             "executable": executable,
@@ -125,6 +146,9 @@ class BrowserPool:
                 self._playwright = None
             # The browser's processes may outlive the driver by a moment: none is left when close returns.
             await asyncio.to_thread(_reap, tree)
+            if self._cgroup is not None:
+                group, self._cgroup = self._cgroup, None
+                await asyncio.to_thread(_remove_cgroup, group)
             if self._private is not None:
                 shutil.rmtree(self._private, ignore_errors=True)
                 self._private = None
@@ -148,7 +172,9 @@ class BrowserPool:
             binary = find_chromium(self._executable)
             if self._confined:
                 self._private = Path(tempfile.mkdtemp(prefix="tolokaforge-browser-"))
-                self._command = confined_command(binary, self._private)
+                self._command, self._cgroup = confined_command(
+                    binary, self._private, self._confinement, memory_bytes=self._memory_bytes
+                )
             else:
                 self._command = direct_command(binary)
         if self._playwright is None:
@@ -172,8 +198,8 @@ class BrowserPool:
             why = " ".join(str(error).split())[:600]
             raise BrowserUnavailableError(
                 f"Chromium ({self._command.binary}, confinement: {self._command.confinement}) did not "
-                f"start: {why}. Check that it runs (chromium --headless --version) or name another "
-                "binary in TOLOKAFORGE_CHROMIUM"
+                f"start: {why}. Check that it runs ({self._command.binary} --headless --version) or name "
+                "another binary in TOLOKAFORGE_CHROMIUM"
             ) from None
         self._version = self._browser.version
 
@@ -184,6 +210,9 @@ class BrowserPool:
             try:
                 made = await spare
             except (PlaywrightError, BrowserUnavailableError, asyncio.CancelledError):
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # the caller's budget ran out (not the spare's failure): stop here
                 made = None
         if made is None or made.browser is not browser:
             made = await self._prepared(browser)
@@ -212,3 +241,8 @@ def _reap(processes: list[psutil.Process]) -> None:
         with contextlib.suppress(psutil.Error):
             process.kill()
     psutil.wait_procs(alive, timeout=5)
+
+
+def _remove_cgroup(group: TrialCgroup) -> None:
+    group.kill_all()  # nothing of the browser's outlives the pool
+    group.remove()

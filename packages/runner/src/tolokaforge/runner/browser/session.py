@@ -30,9 +30,9 @@ from tolokaforge.core.models.web import BROWSER_ACTIONS, BrowserSettings
 
 from .actions import ActionFailed, Surface, perform
 from .activity import PageActivity
-from .confined import BrowserUnavailableError
+from .confined import BrowserUnavailableError, PageCrashed
 from .observation import PageView, format_page, read_page, take_screenshot
-from .pages import SiteHandler, SiteRequest, StepResult
+from .pages import PageSnapshot, SiteHandler, SiteRequest, StepResult
 from .routing import Answer, answer_site_request
 
 __all__ = ["BrowserSession", "origin_of"]
@@ -72,6 +72,15 @@ def origin_of(url: str) -> str | None:
     return f"{parts.scheme}://{parts.hostname.lower()}:{port or _DEFAULT_PORTS[parts.scheme]}"
 
 
+def _frame_of(request: Request) -> Frame | None:
+    """The request's frame; None for a popup's first navigation, sent before its frame exists (there
+    Playwright raises, which would leave the popup's request unanswered and its page never loaded)."""
+    try:
+        return request.frame
+    except PlaywrightError:
+        return None
+
+
 class BrowserSession:
     """A trial's browser context; made by :meth:`BrowserPool.open_session`."""
 
@@ -97,7 +106,7 @@ class BrowserSession:
         self._opened = True
         self._visited: list[str] = []
         self._refused: list[str] = []
-        self._activity = PageActivity(lambda request: request.frame is self._page.main_frame)
+        self._activity = PageActivity(lambda request: _frame_of(request) is self._page.main_frame)
         self._settles = 0
         self._stubs: set[str] = set()
         """URLs whose page load was answered by a redirect's stand-in page (not visited themselves)."""
@@ -105,6 +114,8 @@ class BrowserSession:
         self._closed = False
         self._shot: bytes | None = None
         self._view: PageView | None = None
+        self._unread: str | None = None
+        """Why the last read found no document to read (the page kept replacing it), else None."""
 
     @property
     def page(self) -> Page:
@@ -170,9 +181,13 @@ class BrowserSession:
                 except PlaywrightError as failed:
                     self._check_alive(failed)
                     error = f"action {index} ({kind}) failed: {str(failed).splitlines()[0]}"
+            view = await self._read()
+            if self._unread is not None and error is None:
+                # The page's own doing (a reload loop, a script that breaks the DOM methods the read
+                # uses), not the browser's: the call's error, not a lost trial.
+                error = f"the page could not be read: {self._unread}"
             if error is not None:
                 lines.append(f"Error: {error}")
-            view = await self._read()
             if screenshot:
                 await self._take_screenshot(view)
         except PlaywrightError as failed:
@@ -206,9 +221,14 @@ class BrowserSession:
         )
 
     def _check_alive(self, failed: Exception) -> None:
-        if self._crashed or not self._alive():
+        if not self._alive():
             raise BrowserUnavailableError(
                 f"the browser died during the call ({str(failed).splitlines()[0]}); the next trial gets a new one"
+            ) from None
+        if self._crashed:
+            raise PageCrashed(
+                "the page crashed (its renderer ran out of memory or was killed): "
+                + str(failed).splitlines()[0]
             ) from None
 
     async def _goto(self, url: str) -> None:
@@ -227,6 +247,7 @@ class BrowserSession:
     async def _read(self) -> PageView:
         # A navigation or request the page starts on its own (a timer, a script's fetch at load) can
         # begin while it is read, or destroy the document mid-read: the page is read again once settled.
+        self._unread = None
         for _ in range(_READS - 1):
             try:
                 view = await read_page(self._page, self._probes)
@@ -240,7 +261,12 @@ class BrowserSession:
                 self._view = view
                 return view
             await self._settle(probe=False)
-        self._view = await read_page(self._page, self._probes)
+        try:
+            self._view = await read_page(self._page, self._probes)
+        except PlaywrightError as failed:
+            self._check_alive(failed)
+            self._unread = str(failed).splitlines()[0]
+            self._view = PageView(PageSnapshot(url=self._page.url, title="", text=""), (), (0.0, 0.0))
         return self._view
 
     async def _screenshot_now(self) -> None:
@@ -321,7 +347,7 @@ class BrowserSession:
                 body = f"the site failed: {type(error).__name__}: {error}".encode()
                 answer = Answer(502, {"content-type": "text/plain; charset=utf-8"}, body)
             self._refused.extend(answer.refused)
-            main = navigation and request.frame is self._page.main_frame
+            main = navigation and _frame_of(request) is self._page.main_frame
             document = main and not answer.refused and answer.status not in (204, 205)
             if document and answer.redirect_to is not None:
                 self._stubs.add(url)

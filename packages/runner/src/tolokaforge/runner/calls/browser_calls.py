@@ -41,6 +41,7 @@ from ..trials.context import TrialBrowser, TrialContext
 
 if TYPE_CHECKING:
     from ..browser import BrowserPool, BrowserSession
+    from ..process.confinement import Confinement
 
 __all__ = [
     "BROWSER_TIMEOUT_S",
@@ -111,10 +112,15 @@ class BrowserAnswer:
 class BrowserCalls:
     """The runner's browser: one pool (started at the first browser call), the trials' pages on it."""
 
-    def __init__(self, run_site: RunSite, *, confined: bool) -> None:
+    def __init__(
+        self, run_site: RunSite, *, confined: bool, confinement: Confinement | None = None, memory_bytes: int
+    ) -> None:
         self._run_site = run_site
         self.confined = confined
         """The browser runs inside bubblewrap; a pool that cannot confine then refuses to start."""
+        self._confinement = confinement
+        """The runner's sandbox: the browser gets its layers (as accepted) and a cgroup of its tree."""
+        self._memory_bytes = memory_bytes
         self._pool: BrowserPool | None = None
 
     def pool(self) -> BrowserPool:
@@ -122,7 +128,9 @@ class BrowserCalls:
             # Imported here: Playwright costs a runner that never runs a web task nothing.
             from ..browser import BrowserPool
 
-            self._pool = BrowserPool(confined=self.confined)
+            self._pool = BrowserPool(
+                confined=self.confined, confinement=self._confinement, memory_bytes=self._memory_bytes
+            )
         return self._pool
 
     def report(self) -> dict[str, str]:
@@ -149,7 +157,7 @@ class BrowserCalls:
         record: bool,
     ) -> BrowserAnswer:
         """Run one call's actions; ``record``: add what the page did to the trial's web record."""
-        from ..browser import BrowserUnavailableError
+        from ..browser import BrowserUnavailableError, PageCrashed
 
         page, settings = trial.browser, tool.settings
         page.site_mutations, page.site_lost = 0, None
@@ -163,13 +171,24 @@ class BrowserCalls:
                     # A call that is not recorded (golden replay) keeps no screenshot: none is taken.
                     shoot = record and (settings.screenshots or settings.vision)
                     step = await session.run(actions, screenshot=shoot)
+                except PageCrashed as error:  # the page's doing: its call fails, the trial goes on
+                    await close_page(page)
+                    raise ToolFailure(
+                        ExecutionStatus.ERROR,
+                        ToolErrorCategory.PROCESS_CRASHED,
+                        f"tool {BROWSER_TOOL_NAME!r}: {error}; the page was closed (the next call opens it "
+                        "again) and the site's changes stand",
+                        details={"tool": BROWSER_TOOL_NAME},
+                    ) from error
                 except BrowserUnavailableError as error:
                     await close_page(page)
                     raise _browser_lost(str(error)) from error
         except TimeoutError as error:
             if not deadline.expired():
                 raise
-            # Mid-action: the page is in no state to go on from. The next call opens it afresh.
+            # Mid-action: the page is in no state to go on from. The next call opens it afresh. Not
+            # driven from here on, so the site requests the page queued are not run (_answer).
+            page.driving = False
             await close_page(page)
             raise ToolFailure(
                 ExecutionStatus.TIMEOUT,
@@ -219,6 +238,10 @@ class BrowserCalls:
         self, trial: TrialContext, site_tool: str, request: SiteRequest, page: TrialBrowser
     ) -> SiteResponse:
         async with page.site_lock:  # pages fire parallel requests; the worker answers one at a time
+            if not page.driving:
+                # Queued behind the lock when the call ended or ran out of budget: a page that fires
+                # many slow requests must not hold the call (and the trial) one site budget per request.
+                return _text_page(503, "the site answers only while a browser call drives the page")
             tool = trial.tools.agent.get(site_tool) or trial.tools.user.get(site_tool)
             if tool is None:
                 return _text_page(500, f"the site tool {site_tool!r} is not registered")

@@ -116,7 +116,13 @@ class ToolExecutor:
         self.threads = ThreadRunner(max_workers) if isolation == "thread" else None
         self._conflict_locks = KeyedLocks()
         # Confined wherever tools are: a sandboxed runner never runs an unconfined browser.
-        self.browser = BrowserCalls(self._run_site, confined=isolation == "sandbox")
+        sandboxed = isolation == "sandbox" and self.confinement.sandboxed
+        self.browser = BrowserCalls(
+            self._run_site,
+            confined=isolation == "sandbox",
+            confinement=self.confinement if sandboxed else None,
+            memory_bytes=(limits or Limits()).memory_bytes,
+        )
 
     def shutdown(self) -> None:
         if self.threads is not None:

@@ -161,6 +161,7 @@ class BrowserCalls:
 
         page, settings = trial.browser, tool.settings
         page.site_mutations, page.site_lost = 0, None
+        page.ends_at = asyncio.get_running_loop().time() + budget
         page.driving = True
         actions = cast(Sequence[Mapping[str, Any]], arguments.get("actions", []))
         deadline = asyncio.timeout(budget)

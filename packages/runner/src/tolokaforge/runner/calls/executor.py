@@ -24,6 +24,7 @@ call past its budget has those changes undone as a remote tool's are.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import math
@@ -289,8 +290,11 @@ class ToolExecutor:
         return await self.threads.run(trial, tool, arguments, budget, self._commit)
 
     async def _run_site(self, trial: TrialContext, tool: Tool, arguments: Mapping[str, Any]) -> Finished:
-        """One site request of a browser call: the site tool within its own budget."""
-        return await self._run_python(trial, tool, arguments, self._budget(trial, tool, 0.0))
+        """One site request of a browser call: the site tool within its own budget and what is left of
+        the call's (a request the page sent late must not hold the call past its end)."""
+        left = trial.browser.ends_at - asyncio.get_running_loop().time()
+        budget = min(self._budget(trial, tool, 0.0), max(left, 0.05))
+        return await self._run_python(trial, tool, arguments, budget)
 
     async def _run_browser(
         self,

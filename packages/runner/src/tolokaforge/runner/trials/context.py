@@ -123,6 +123,8 @@ class TrialBrowser:
     """Site requests being answered (each in a task of its own); a call ends once they are done."""
     site_mutations: int = 0
     """Table operations committed by the site during the current call."""
+    ends_at: float = 0.0
+    """When the current call's budget ends (the event loop's clock): a site request gets no more."""
     site_lost: ToolFailure | None = None
     """An infrastructure failure (the store) met while answering a site request in the current call."""
 

@@ -118,6 +118,7 @@ class Environments:
         output: str | Path | None = None,
         runner: str | Runner | None = None,
         ray: bool | str = False,
+        ray_batch: bool = True,
         isolation: Isolation | None = None,
         user: str | UserSimulatorFactory | None = None,
         max_turns: int = 30,
@@ -128,12 +129,18 @@ class Environments:
         ``runner``: None starts the embedded runner (python tools isolated as ``isolation`` says, default
         ``sandbox``), a ``host:port`` string connects to a running one, a :class:`Runner` is used as is.
         ``ray``: True (a local cluster, or the connection this process already has) or a Ray address:
-        episodes step on Ray workers, each with its own embedded runner. ``user``: the simulated user's
+        episodes step on Ray workers, each with its own embedded runner; ``ray_batch``: the calls bound
+        for one worker within one turn of the event loop go as one actor call (False: one call each).
+        ``user``: the simulated user's
         model name for tasks with an LLM user (else the scripted users; an LLM-user task gets the
         stand-in user), or a user factory for those tasks. ``output``: a new folder that every finished
         trial is written to, with ``run.yaml`` and, on leaving, ``summary.yaml``.
         """
-        loaded = pack if isinstance(pack, Pack) else load_pack(Path(pack), split=split)
+        loaded = (
+            pack
+            if isinstance(pack, Pack)
+            else load_pack(Path(pack), split=split, isolation=isolation or "sandbox")
+        )
         settings = TrialSettings(
             run_id=Path(output).name if output else "env", max_attempts=1, default_max_turns=max_turns
         )
@@ -150,7 +157,13 @@ class Environments:
                 address = ray if isinstance(ray, str) else "local"
                 ray_pool = await stack.enter_async_context(
                     open_ray_pool(
-                        address, loaded, settings, isolation or "sandbox", user_recipe(user, loaded), indices
+                        address,
+                        loaded,
+                        settings,
+                        isolation or "sandbox",
+                        user_recipe(user, loaded),
+                        indices,
+                        batch=ray_batch,
                     )
                 )
                 facts = ray_pool.facts

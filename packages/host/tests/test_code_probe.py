@@ -21,8 +21,8 @@ from tolokaforge.host.packs import load_pack
 SECRET = "tf-loader-secret-0123456789"
 TOOL = "find_customer_by_email"
 
-# Appended to the retail copy's read tools module: the description of one tool reports what the import could see.
-EVIDENCE = '''
+# Appended to the retail copy's read tools module: one tool's description reports what the import saw.
+EVIDENCE = """
 import os as _os
 _seen = {
     "uid": _os.getuid(),
@@ -41,7 +41,7 @@ def _with_evidence() -> dict[str, Any]:
 
 
 FindCustomerByEmail.get_info = staticmethod(_with_evidence)
-'''
+"""
 
 
 def _plant(pack: Path, code: str) -> None:

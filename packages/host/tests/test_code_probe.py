@@ -108,7 +108,8 @@ def test_output_the_import_prints_cannot_forge_an_answer(pack_copy: Callable[[st
 def test_an_import_that_dies_raises_or_hangs_is_the_packs_problem(
     pack_copy: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch, planted: str, said: str
 ) -> None:
-    monkeypatch.setattr(probe_module, "IMPORT_TIMEOUT_S", 1.0)
+    if "took longer" in said:  # only the hang is cut short: a loaded machine may start a child slowly
+        monkeypatch.setattr(probe_module, "IMPORT_TIMEOUT_S", 1.0)
     pack = pack_copy("retail")
     _plant(pack, planted)
     with pytest.raises(PackLoadError) as raised:

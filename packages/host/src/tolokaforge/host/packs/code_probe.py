@@ -210,31 +210,30 @@ class CodeProbe:
         return f"{doing}: the pack's code ended the process reading it{how}"
 
     def _start(self) -> subprocess.Popen[bytes]:
+        self._child = self._spawn(PROBE_MODULE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self._pending = b""
+        return self._child
+
+    def _spawn(self, module: str, *, stdout: int, stderr: int) -> subprocess.Popen[bytes]:
+        """``python -I -m module`` in the pack's sandbox over the bundle folder, its stdin a pipe."""
         folder = self._bundle_folder()
         from tolokaforge.runner import Limits, View, confined_launch, scrubbed_env
 
         confinement = _confinement(self._key)
         env = scrubbed_env({}, home="/tmp" if confinement.sandboxed else str(folder))
-        launch = confined_launch(
-            confinement,
-            Limits(),
-            [sys.executable, "-I", "-m", PROBE_MODULE],
-            env,
-            View(cwd=folder, read=(folder,)),
-        )
+        view = View(cwd=folder, read=(folder,))
+        launch = confined_launch(confinement, Limits(), [sys.executable, "-I", "-m", module], env, view)
         with launch.opened() as (argv, fds):
-            self._child = subprocess.Popen(
+            return subprocess.Popen(
                 argv,
                 cwd=folder,
                 env=env,
                 stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
                 pass_fds=fds,
                 start_new_session=True,
             )
-        self._pending = b""
-        return self._child
 
     def _stop(self) -> None:
         child, self._child = self._child, None
@@ -267,34 +266,13 @@ class CodeProbe:
     def _import_checks(self, checks_path: str, imports: list[str]) -> str | None:
         """Import the checks file the way the runner will: the same harness in a fresh confined interpreter."""
         folder = self._bundle_folder()
-        from tolokaforge.runner import Limits, View, confined_launch, scrubbed_env
-
-        confinement = _confinement(self._key)
         path = folder / checks_path
         payload = {
             "file": str(path),
             "search_paths": [str(path.parent), *(str(folder / relative) for relative in imports)],
             "load_only": True,
         }
-        env = scrubbed_env({}, home="/tmp" if confinement.sandboxed else str(folder))
-        launch = confined_launch(
-            confinement,
-            Limits(),
-            [sys.executable, "-I", "-m", CHECKS_HARNESS],
-            env,
-            View(cwd=folder, read=(folder,)),
-        )
-        with launch.opened() as (argv, fds):
-            child = subprocess.Popen(
-                argv,
-                cwd=folder,
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                pass_fds=fds,
-                start_new_session=True,
-            )
+        child = self._spawn(CHECKS_HARNESS, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             _, stderr = child.communicate(json.dumps(payload).encode(), timeout=IMPORT_TIMEOUT_S)
         except subprocess.TimeoutExpired:

@@ -7,7 +7,9 @@ import their conftest's types from.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,3 +28,16 @@ def run_key_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         del os.environ["TOLOKAFORGE_RUN_KEY_DIR"]
     else:
         os.environ["TOLOKAFORGE_RUN_KEY_DIR"] = before
+
+
+@pytest.fixture(scope="module")
+def ray_turn() -> Iterator[None]:
+    """One local Ray cluster on the machine at a time: a module that starts one waits for the other's
+    module to end. Two at once (host's and env's test modules on two xdist workers) drove a worker to
+    23 GB and the kernel's OOM killer, then hung the session; each module alone stays under 300 MB."""
+    with open(os.path.join(tempfile.gettempdir(), "tolokaforge-tests-ray.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

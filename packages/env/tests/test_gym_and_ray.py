@@ -47,7 +47,7 @@ def test_the_gym_wrapper_passes_gymnasiums_env_checker(retail: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def ray_cluster(ray_turn: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """This module's local cluster (as ``--ray local`` starts one); stopped when the module ends."""
     from tolokaforge.host.run.ray.cluster import ray, start_local_cluster
 

@@ -47,7 +47,7 @@ def ray_temp_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def ray_cluster(ray_temp_dir: Path) -> Iterator[str]:
+def ray_cluster(ray_turn: None, ray_temp_dir: Path) -> Iterator[str]:
     """This module's cluster, started as ``--ray local`` starts one; yields its address. Stopped when the
     module ends: its processes are children of the test process, which later tests of the same xdist
     worker would otherwise count among their own (a test asserting no child outlived its trial)."""
@@ -184,10 +184,24 @@ def _cli(address: str, output: Path, pack: Path, *extra: str, env: dict[str, str
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
 
-def _every_file_text(*folders: Path) -> str:
-    return "".join(
-        path.read_text(errors="replace") for folder in folders for path in folder.rglob("*") if path.is_file()
-    )
+def _files_holding(secret: str, *folders: Path) -> list[Path]:
+    """Every file under ``folders`` whose bytes hold ``secret``, read in chunks: a cluster's folder may
+    hold its object store's file (gigabytes, mostly sparse) when /dev/shm is short, which a whole read
+    would pull into this process's memory."""
+    needle = secret.encode()
+    found: list[Path] = []
+    for folder in folders:
+        for path in folder.rglob("*"):
+            if not path.is_file():
+                continue
+            with path.open("rb") as data:
+                tail = b""
+                while chunk := data.read(1 << 20):
+                    if needle in tail + chunk:
+                        found.append(path)
+                        break
+                    tail = chunk[-len(needle) :]
+    return found
 
 
 def test_ctrl_c_stops_a_ray_run_with_130_and_resume_finishes_it(
@@ -223,7 +237,7 @@ def test_ctrl_c_stops_a_ray_run_with_130_and_resume_finishes_it(
     )
     manifest = yaml.safe_load((output / "run.yaml").read_text())
     assert manifest["runner"]["mode"] == "ray" and len(manifest["resumed_at"]) == 1
-    assert SECRET not in _every_file_text(output, ray_temp_dir) + log_first + log_second
+    assert _files_holding(SECRET, output, ray_temp_dir) == [] and SECRET not in log_first + log_second
 
 
 async def test_the_api_key_reaches_the_workers_through_the_runtime_env_and_is_written_nowhere(
@@ -262,6 +276,6 @@ async def test_the_api_key_reaches_the_workers_through_the_runtime_env_and_is_wr
         await server.cleanup()
     assert len(summary.rows) == 4
     assert seen and set(seen) == {f"Bearer {SECRET}"}  # only the workers called the model
-    assert SECRET not in _every_file_text(tmp_path)  # results, summary, run.yaml
-    assert SECRET not in _every_file_text(ray_temp_dir)  # the cluster's logs (and every other file)
+    assert _files_holding(SECRET, tmp_path) == []  # results, summary, run.yaml
+    assert _files_holding(SECRET, ray_temp_dir) == []  # the cluster's logs (and every other file)
     assert SECRET not in json.dumps(yaml.safe_load((tmp_path / "run.yaml").read_text()))

@@ -25,8 +25,6 @@ from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-import ray as _ray_module
-
 from tolokaforge.host import (
     AgentRecipe,
     LoadedTask,
@@ -35,6 +33,7 @@ from tolokaforge.host import (
     TrialSettings,
     llm_session,
     open_runner,
+    ray_api,
     ray_connection,
 )
 
@@ -43,7 +42,7 @@ from .shapes import Observation, Reward, StepInfo
 
 __all__ = ["EnvWorker", "EnvWorkerError", "RayEnv", "RayEnvPool", "open_ray_pool"]
 
-ray = cast(Any, _ray_module)
+ray = ray_api()
 
 StepAnswer = tuple[Observation, bool, StepInfo, list[dict[str, Any]]]
 """What a worker's step returns: the observation, done, the step's info, the messages it recorded."""

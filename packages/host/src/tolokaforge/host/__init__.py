@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .run.conductor import TrialSettings, run_trial
     from .run.episode import run_episode
     from .run.exit_status import Verdict, verdict
-    from .run.ray import RaySettings, ray_connection
+    from .run.ray import RaySettings, ray_api, ray_connection
     from .run.recorder import RunRecorder
     from .run.schedule import RunSettings, run_pack
     from .run.trial_spec import build_trial_spec
@@ -91,6 +91,7 @@ __all__ = [
     "open_runner",
     "parse_address",
     "proposed_calls",
+    "ray_api",
     "ray_connection",
     "register_request",
     "resolve_tool_name",
@@ -147,6 +148,7 @@ _HOMES: dict[str, str] = {
     "open_runner": ".runner",
     "parse_address": ".runner",
     "proposed_calls": ".llm.openai_format",
+    "ray_api": ".run.ray",
     "ray_connection": ".run.ray",
     "register_request": ".runner.task_wire",
     "resolve_tool_name": ".agents.golden",

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Generator
+from typing import Any
 
 from .settings import CREDENTIAL_VARIABLES, RaySettings
 
-__all__ = ["CREDENTIAL_VARIABLES", "RaySettings", "ray_connection"]
+__all__ = ["CREDENTIAL_VARIABLES", "RaySettings", "ray_api", "ray_connection"]
 
 
 @contextlib.contextmanager
@@ -28,3 +29,11 @@ def ray_connection(address: str) -> Generator[str]:
 
     with connected(address) as how:
         yield how
+
+
+def ray_api() -> Any:
+    """The ``ray`` module, imported with ``RAY_ENV`` set first (Ray reads it once, at import): whoever
+    drives Ray imports it through here, or ``uv run`` would make Ray ship the whole checkout to workers."""
+    from .cluster import ray
+
+    return ray
